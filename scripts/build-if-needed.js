@@ -1,0 +1,34 @@
+// `npm start` builds first when dist/ is missing or older than any TypeScript source (CONTRACT.md §1).
+import { execFileSync } from 'node:child_process'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const SOURCE_DIRS = ['plugins', 'routes', 'schemas', 'services']
+const target = join(root, 'dist', 'cli.js')
+
+function newestSource () {
+  let newest = 0
+  const visit = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) visit(path)
+      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs)
+    }
+  }
+  for (const name of readdirSync(root)) {
+    if (name.endsWith('.ts') || name === 'tsconfig.json' || name === 'tsconfig.build.json') {
+      newest = Math.max(newest, statSync(join(root, name)).mtimeMs)
+    }
+  }
+  for (const dir of SOURCE_DIRS) if (existsSync(join(root, dir))) visit(join(root, dir))
+  return newest
+}
+
+if (!existsSync(target) || statSync(target).mtimeMs < newestSource()) {
+  process.stderr.write('building fastify-a2a...\n')
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
+    stdio: 'inherit'
+  })
+}
