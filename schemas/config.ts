@@ -1,0 +1,164 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+
+// The whole agent.yml (CONTRACT.md §2). Every object is closed (`additionalProperties: false`) so an unknown
+// key is an error, and every key has its default here, so the validated config is complete.
+
+const obj = <T extends Record<string, TSchema>>(props: T, def: unknown = {}) =>
+  Type.Object(props, { additionalProperties: false, default: def })
+
+const Str = (def: string, opts: object = {}) => Type.String({ default: def, ...opts })
+const Int = (def: number, opts: object = {}) => Type.Integer({ default: def, ...opts })
+const Bool = (def: boolean) => Type.Boolean({ default: def })
+const StrList = (def: string[] = []) => Type.Array(Type.String({ minLength: 1 }), { default: def })
+
+export const LogLevelSchema = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))
+
+export const SkillSchema = Type.Object({
+  id: Type.String({ minLength: 1 }),
+  name: Type.String({ minLength: 1 }),
+  description: Type.String({ default: '' }),
+  tags: StrList(),
+  examples: Type.Optional(Type.Array(Type.String())),
+  inputModes: Type.Optional(Type.Array(Type.String())),
+  outputModes: Type.Optional(Type.Array(Type.String()))
+}, { additionalProperties: false })
+export type Skill = Static<typeof SkillSchema>
+
+export const AgentConfigSchema = obj({
+  name: Type.String({ minLength: 1 }),
+  description: Str('An A2A agent that echoes text and runs the status, capabilities and list_directory tools'),
+  version: Str('1.0.0', { minLength: 1 }),
+  url: Type.Optional(Type.String({ minLength: 1 })),
+  executor: Str('builtin', { minLength: 1 }),
+  delay_ms: Int(0, { minimum: 0, maximum: 3_600_000 }),
+  skills: Type.Array(SkillSchema, { default: [] }),
+  input_modes: StrList(['text/plain', 'application/json', 'application/octet-stream']),
+  output_modes: StrList(['text/plain', 'application/json'])
+}, { name: 'Echo Agent' })
+
+export const ServerConfigSchema = obj({
+  host: Str('127.0.0.1', { minLength: 1 }),
+  port: Int(8000, { minimum: 0, maximum: 65535 }),
+  log_level: Type.Union(LogLevelSchema.anyOf, { default: 'info' }),
+  request_timeout: Int(60, { minimum: 1 }),
+  max_request_size: Int(16_777_216, { minimum: 1024 }),
+  max_streams: Int(1000, { minimum: 1 }),
+  heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
+  shutdown_timeout: Type.Number({ default: 10, minimum: 0 })
+})
+
+export const ProtocolConfigSchema = obj({
+  dialect: Type.Union([Type.Literal('default'), Type.Literal('a2a')], { default: 'default' })
+})
+
+export const ApiKeySchema = Type.Object({
+  key: Type.String({ minLength: 1 }),
+  scopes: StrList(),
+  description: Type.Optional(Type.String()),
+  id: Type.Optional(Type.String({ minLength: 1 }))
+}, { additionalProperties: false })
+
+export const BearerTokenSchema = Type.Object({
+  token: Type.String({ minLength: 1 }),
+  user: Type.String({ minLength: 1 }),
+  scopes: StrList()
+}, { additionalProperties: false })
+
+export const OAuth2ConfigSchema = Type.Object({
+  validation_strategy: Type.Literal('introspection', { default: 'introspection' }),
+  introspection_endpoint: Type.String({ minLength: 1 }),
+  client_id: Type.String({ minLength: 1 }),
+  client_secret: Type.String({ minLength: 1 }),
+  required_scopes: StrList(),
+  cache_ttl: Int(60, { minimum: 0 }),
+  timeout: Type.Number({ default: 5, exclusiveMinimum: 0 })
+}, { additionalProperties: false })
+
+export const SecurityConfigSchema = obj({
+  enabled: Bool(false),
+  auth_type: Type.Union([Type.Literal('api_key'), Type.Literal('bearer'), Type.Literal('oauth2')], { default: 'api_key' }),
+  auth: obj({
+    api_key: obj({
+      header: Str('X-API-Key', { minLength: 1 }),
+      keys: Type.Array(ApiKeySchema, { default: [] })
+    }),
+    bearer: obj({
+      tokens: Type.Array(BearerTokenSchema, { default: [] })
+    }),
+    oauth2: Type.Optional(OAuth2ConfigSchema)
+  }),
+  scope_hierarchy: Type.Record(Type.String({ minLength: 1 }), StrList(), { default: {} }),
+  method_scopes: Type.Record(Type.String({ minLength: 1 }), StrList(), {
+    default: { capabilities: ['agent:read'], list_directory: ['files:read'] }
+  }),
+  rate_limit: obj({
+    enabled: Bool(true),
+    requests_per_minute: Int(120, { minimum: 1 }),
+    burst: Int(120, { minimum: 1 }),
+    failed_auth_per_minute: Int(30, { minimum: 1 }),
+    max_streams_per_principal: Int(10, { minimum: 1 })
+  })
+})
+
+export const PushConfigSettingsSchema = obj({
+  enabled: Bool(true),
+  backend: Type.Union([Type.Literal('memory'), Type.Literal('webhook'), Type.Literal('kvcache')], { default: 'memory' }),
+  validate_urls: Bool(true),
+  key_prefix: Str('a2a:push:'),
+  config: obj({
+    timeout: Int(10, { minimum: 1, maximum: 300 }),
+    max_retries: Int(3, { minimum: 0, maximum: 20 }),
+    retry_delay: Type.Number({ default: 1.0, minimum: 0, maximum: 3600 }),
+    allowed_domains: StrList(),
+    allowed_networks: StrList(),
+    default_headers: Type.Record(Type.String({ minLength: 1 }), Type.String(), { default: {} }),
+    require_https: Bool(false),
+    signing_secret: Str(''),
+    max_in_flight: Int(64, { minimum: 1 })
+  })
+})
+
+export const TasksConfigSchema = obj({
+  backend: Type.Union([Type.Literal('memory'), Type.Literal('kvcache')], { default: 'memory' }),
+  max_tasks: Int(10_000, { minimum: 1 }),
+  ttl: Int(86_400, { minimum: 1 }),
+  key_prefix: Str('a2a:task:')
+})
+
+export const CacheServiceSchema = Type.Object({
+  type: Type.Literal('cache'),
+  url: Str('redis://127.0.0.1:6379', { minLength: 1 }),
+  db: Int(0, { minimum: 0, maximum: 15 }),
+  max_connections: Int(20, { minimum: 1 }),
+  retry_on_timeout: Bool(true)
+}, { additionalProperties: false })
+export type CacheService = Static<typeof CacheServiceSchema>
+
+export const ConfigSchema = Type.Object({
+  agent: AgentConfigSchema,
+  server: ServerConfigSchema,
+  protocol: ProtocolConfigSchema,
+  security: SecurityConfigSchema,
+  push_notifications: PushConfigSettingsSchema,
+  tasks: TasksConfigSchema,
+  services: Type.Record(Type.String({ minLength: 1 }), CacheServiceSchema, { default: {} }),
+  tools: obj({
+    list_directory: obj({
+      root: Str('./workspace', { minLength: 1 })
+    })
+  }),
+  metrics: obj({ enabled: Bool(false) }),
+  console: obj({
+    enabled: Type.Union([Type.Literal('auto'), Type.Boolean()], { default: 'auto' })
+  })
+}, { additionalProperties: false })
+
+/** A complete, validated configuration: every default filled in. */
+export type A2AConfig = Static<typeof ConfigSchema>
+
+type DeepPartial<T> = T extends Array<infer U>
+  ? Array<DeepPartial<U>>
+  : T extends object ? { [K in keyof T]?: DeepPartial<T[K]> } : T
+
+/** What a user may write: any part of the configuration; the rest takes its default. */
+export type A2AConfigInput = DeepPartial<A2AConfig>

@@ -1,0 +1,122 @@
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { LineCounter, isMap, parseDocument } from 'yaml'
+import type { A2AConfig } from '../../schemas/config.js'
+import { configError, isPlainObject } from './problems.js'
+import { substituteEnv, type Env } from './substitute.js'
+import { validateConfig } from './validate.js'
+
+export { configError, isConfigError, type ConfigProblemsError } from './problems.js'
+export { substituteEnv, type Env } from './substitute.js'
+export { validateConfig } from './validate.js'
+export { initTemplate, writeTemplate } from './template.js'
+
+/** Command-line flags: the highest precedence (CONTRACT.md §1). */
+export interface ConfigOverrides {
+  host?: string
+  port?: number
+  logLevel?: string
+}
+
+export interface LoadConfigOptions {
+  /** An explicit config file (`--config`), relative to `cwd`. */
+  file?: string
+  /** Defaults to `process.env`. */
+  env?: Env
+  /** Defaults to `process.cwd()`. */
+  cwd?: string
+  overrides?: ConfigOverrides
+}
+
+export interface LoadedConfig {
+  config: A2AConfig
+  /** The absolute path of the file read, or undefined when running on the built-in defaults. */
+  path: string | undefined
+}
+
+const LOCAL_CONFIG = 'agent.yml'
+
+/** CONTRACT.md §1 lookup order: `--config`, then `A2A_CONFIG` (empty counts as unset), then `./agent.yml` if it exists. */
+export function resolveConfigPath ({ file, env, cwd }: { file?: string, env: Env, cwd: string }): string | undefined {
+  if (file) return resolve(cwd, file)
+  if (env.A2A_CONFIG) return resolve(cwd, env.A2A_CONFIG)
+  const local = join(cwd, LOCAL_CONFIG)
+  return existsSync(local) ? local : undefined
+}
+
+/**
+ * Reads, substitutes and validates the configuration. Precedence, highest first: `overrides` (CLI flags), the env
+ * (`HOST`, `PORT`, `LOG_LEVEL`, `REDIS_URL`), the file, the schema defaults.
+ * Throws `A2A_ERR_INVALID_CONFIG` with every problem.
+ */
+export async function loadConfig (options: LoadConfigOptions = {}): Promise<LoadedConfig> {
+  const env = options.env ?? process.env
+  const cwd = options.cwd ?? process.cwd()
+  const path = resolveConfigPath({ file: options.file, env, cwd })
+  const input = path === undefined ? {} : substituteEnv(await readYaml(path), env) as Record<string, unknown>
+  applyEnv(input, env)
+  const { host, port, logLevel } = options.overrides ?? {}
+  setServerKey(input, 'host', host)
+  setServerKey(input, 'port', port)
+  setServerKey(input, 'log_level', logLevel)
+  return { config: validateConfig(input), path }
+}
+
+async function readYaml (path: string): Promise<Record<string, unknown>> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    throw configError([`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code})`])
+  }
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false })
+  const at = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset)
+    return `${path}:${line}:${col}`
+  }
+  if (doc.errors.length > 0) {
+    throw configError(doc.errors.map(e => `${at(e.pos[0])}: ${e.message.split('\n')[0]}`))
+  }
+  if (doc.contents === null) return {} // an empty file, or only comments
+  if (!isMap(doc.contents)) {
+    throw configError([`${at(doc.contents.range[0])}: the top level must be a mapping of keys (agent:, server:, ...)`])
+  }
+  try {
+    return doc.toJS({ maxAliasCount: 100 })
+  } catch (err) {
+    // Too many aliases (a "billion laughs" document).
+    throw configError([`${path}: ${(err as Error).message}`])
+  }
+}
+
+function applyEnv (input: Record<string, unknown>, env: Env): void {
+  setServerKey(input, 'host', env.HOST)
+  setServerKey(input, 'port', env.PORT)
+  setServerKey(input, 'log_level', env.LOG_LEVEL)
+  if (env.REDIS_URL) setRedisUrl(input, env.REDIS_URL)
+}
+
+// An empty or absent value changes nothing; a `server` that is not a mapping is left for the schema to report.
+function setServerKey (input: Record<string, unknown>, key: string, value: string | number | undefined): void {
+  if (value === undefined || value === '') return
+  input.server ??= {}
+  if (isPlainObject(input.server)) input.server[key] = value
+}
+
+// CONTRACT.md §1: REDIS_URL replaces the url of the first `type: cache` service (creating `services.cache` when
+// there is none), and its path `/N` picks the db.
+function setRedisUrl (input: Record<string, unknown>, url: string): void {
+  input.services ??= {}
+  const services = input.services
+  if (!isPlainObject(services)) return
+  let entry = Object.values(services).find(s => isPlainObject(s) && s.type === 'cache') as Record<string, unknown>
+  if (entry === undefined) {
+    if (Object.hasOwn(services, 'cache')) return // not a cache entry: the schema reports it
+    entry = services.cache = { type: 'cache' }
+  }
+  entry.url = url
+  const db = /^\/(\d+)$/.exec(URL.canParse(url) ? new URL(url).pathname : '')
+  if (db !== null) entry.db = Number(db[1])
+}

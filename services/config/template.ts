@@ -1,0 +1,202 @@
+import { writeFile } from 'node:fs/promises'
+import { stringify } from 'yaml'
+import { validateConfig } from './validate.js'
+
+// What `fastify-a2a init` writes. Every key shows its default, taken from the schema so that the two never drift:
+// the file validates as is, and running on it is the same as running with no file at all (a test checks both).
+const d = validateConfig({})
+
+// One YAML value on one line: `[ a, b ]`, `{}`, quoted only when it must be.
+const y = (value: unknown) => stringify(value, { collectionStyle: 'flow', lineWidth: 0 }).trimEnd()
+
+// A mapping of lists as block lines under its key, or `{}` when empty.
+const lists = (indent: string, record: Record<string, string[]>) => {
+  const entries = Object.entries(record)
+  if (entries.length === 0) return ' {}'
+  return entries.map(([key, value]) => `\n${indent}${y(key)}: ${y(value)}`).join('')
+}
+
+const TEMPLATE = `# fastify-a2a configuration, written by \`fastify-a2a init\`.
+# Check it with \`fastify-a2a validate\`, see the agent card with \`fastify-a2a card\`, start with \`fastify-a2a serve\`.
+#
+# Every key shows its default: delete what you do not change. Unknown keys, wrong types and out-of-range values are
+# errors that name the key's full path.
+# String values may read the environment: \${VAR}, \${VAR:default} (used when VAR is unset),
+# \${VAR:-default} (used when VAR is unset or empty), \${VAR:?message} (VAR is required). $\${ is a literal \${.
+# The environment variables HOST, PORT, LOG_LEVEL and REDIS_URL override this file, and the flags
+# \`serve --host/--port\` override both.
+
+agent:
+  # Shown in the agent card, /health and the status method. Required when the agent section is present.
+  name: ${y(d.agent.name)}
+  # The card's description.
+  description: ${y(d.agent.description)}
+  # The agent's own version, in the card.
+  version: ${y(d.agent.version)}
+  # Public base URL put in the card (http or https). Default: http://<server.host>:<server.port>/
+  # url: https://agent.example.com/
+  # builtin | echo | a path to a module exporting an AgentExecutor.
+  executor: ${y(d.agent.executor)}
+  # Built-in agent: milliseconds each task stays in progress (for demos and tests). 0 to 3600000.
+  delay_ms: ${y(d.agent.delay_ms)}
+  # Skills listed in the card. Empty: the card lists the built-in agent's skill.
+  skills: ${y(d.agent.skills)}
+  # skills:
+  #   - id: echo
+  #     name: Echo
+  #     description: Repeats the text it is given
+  #     tags: [text]
+  #     examples: [hello]
+  # Media types the agent accepts and answers with, when a skill does not say.
+  input_modes: ${y(d.agent.input_modes)}
+  output_modes: ${y(d.agent.output_modes)}
+
+server:
+  # Address and port to listen on (env HOST and PORT, flags --host and --port). Port 0 picks a free port.
+  host: ${y(d.server.host)}
+  port: ${y(d.server.port)}
+  # fatal | error | warn | info | debug | trace | silent (env LOG_LEVEL).
+  log_level: ${y(d.server.log_level)}
+  # Seconds a non-streaming request may take; streams are not cut.
+  request_timeout: ${y(d.server.request_timeout)}
+  # Largest request body, in bytes (at least 1024).
+  max_request_size: ${y(d.server.max_request_size)}
+  # Open SSE streams of this instance, all callers together.
+  max_streams: ${y(d.server.max_streams)}
+  # Seconds between the SSE heartbeat comments that keep a stream open.
+  heartbeat_interval: ${y(d.server.heartbeat_interval)}
+  # Seconds to let requests and streams finish on SIGTERM.
+  shutdown_timeout: ${y(d.server.shutdown_timeout)}
+
+protocol:
+  # default: the service's own task state names. a2a: A2A v0.3 state names and stream event kinds.
+  # Input in either spelling is accepted in both.
+  dialect: ${y(d.protocol.dialect)}
+
+security:
+  # Off: every caller is anonymous and no scope is checked (a warning is logged at start).
+  # On: at least one api key, bearer token or oauth2 section is needed.
+  enabled: ${y(d.security.enabled)}
+  # api_key | bearer | oauth2: the scheme the card shows first; every section under auth is active.
+  auth_type: ${y(d.security.auth_type)}
+  auth:
+    api_key:
+      # The header that carries a key (keys are also accepted as "Authorization: Bearer <key>").
+      header: ${y(d.security.auth.api_key.header)}
+      keys: []
+      # keys:
+      #   - key: \${API_KEY}
+      #     scopes: [api:read, agent:read]
+      #     description: ci
+    bearer:
+      tokens: []
+      # tokens:
+      #   - token: \${ADMIN_TOKEN}
+      #     user: ops
+      #     scopes: [admin]
+    # OAuth2 token introspection (RFC 7662); absent by default.
+    # oauth2:
+    #   validation_strategy: introspection
+    #   introspection_endpoint: https://idp.example.com/oauth2/introspect
+    #   client_id: \${OAUTH_CLIENT_ID}
+    #   client_secret: \${OAUTH_CLIENT_SECRET}
+    #   required_scopes: [api:read]
+    #   cache_ttl: 60          # seconds a result is cached, never past the token's exp
+    #   timeout: 5             # seconds per introspection call
+  # Scopes that grant other scopes, transitively; "*" grants everything.
+  scope_hierarchy:${lists('    ', d.security.scope_hierarchy)}
+  # scope_hierarchy:
+  #   admin: ["*"]
+  #   api:write: [api:read]
+  #   agent:admin: [agent:read, agent:execute]
+  # Scopes a method needs; methods not listed need authentication only.
+  method_scopes:${lists('    ', d.security.method_scopes)}
+  rate_limit:
+    enabled: ${y(d.security.rate_limit.enabled)}
+    # Token bucket per authenticated caller.
+    requests_per_minute: ${y(d.security.rate_limit.requests_per_minute)}
+    burst: ${y(d.security.rate_limit.burst)}
+    # Failed authentications per client IP before every credential-bearing request gets 429.
+    failed_auth_per_minute: ${y(d.security.rate_limit.failed_auth_per_minute)}
+    # Open streams per authenticated caller.
+    max_streams_per_principal: ${y(d.security.rate_limit.max_streams_per_principal)}
+
+push_notifications:
+  # Off: the tasks/pushNotificationConfig/* methods answer "method not found" and the card says so.
+  enabled: ${y(d.push_notifications.enabled)}
+  # memory | webhook (the same as memory) | kvcache (Redis: needs a services entry with type: cache).
+  backend: ${y(d.push_notifications.backend)}
+  # Refuse webhook URLs on loopback, private, link-local and localhost addresses, unless allowed_networks covers them.
+  validate_urls: ${y(d.push_notifications.validate_urls)}
+  # Prefix of the Redis keys of the kvcache backend.
+  key_prefix: ${y(d.push_notifications.key_prefix)}
+  config:
+    # Seconds per delivery attempt (1 to 300).
+    timeout: ${y(d.push_notifications.config.timeout)}
+    # Retries after the first attempt (0 to 20).
+    max_retries: ${y(d.push_notifications.config.max_retries)}
+    # Seconds before the first retry, doubled for each one after.
+    retry_delay: ${y(d.push_notifications.config.retry_delay)}
+    # Webhook host globs, e.g. "*.example.com" (which does not match example.com itself). Empty: any host.
+    allowed_domains: ${y(d.push_notifications.config.allowed_domains)}
+    # CIDRs allowed despite the private-address rule, e.g. 127.0.0.0/8 for local tests.
+    allowed_networks: ${y(d.push_notifications.config.allowed_networks)}
+    # Headers added to every delivery.
+    default_headers: ${y(d.push_notifications.config.default_headers)}
+    # Refuse http:// webhook URLs.
+    require_https: ${y(d.push_notifications.config.require_https)}
+    # When not empty, deliveries are signed (Standard Webhooks). Here read from the environment, empty if unset.
+    signing_secret: "\${A2A_SIGNING_SECRET:-}"
+    # Deliveries in flight at once.
+    max_in_flight: ${y(d.push_notifications.config.max_in_flight)}
+
+tasks:
+  # memory | kvcache (Redis: needs a services entry with type: cache, shared by every instance).
+  backend: ${y(d.tasks.backend)}
+  # Memory backend: tasks kept; the least recently updated finished tasks are evicted first.
+  max_tasks: ${y(d.tasks.max_tasks)}
+  # Seconds a finished task is kept.
+  ttl: ${y(d.tasks.ttl)}
+  # Prefix of the Redis keys of the kvcache backend.
+  key_prefix: ${y(d.tasks.key_prefix)}
+
+# Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;
+# env REDIS_URL replaces its url (and creates services.cache when there is none).
+services: {}
+# services:
+#   cache:
+#     type: cache
+#     url: redis://127.0.0.1:6379   # redis:// or rediss://; a path /N picks the db
+#     db: 0                         # 0 to 15
+#     max_connections: 20
+#     retry_on_timeout: true
+
+tools:
+  list_directory:
+    # The list_directory tool resolves paths inside this directory only.
+    root: ${y(d.tools.list_directory.root)}
+
+metrics:
+  # GET /metrics, Prometheus text.
+  enabled: ${y(d.metrics.enabled)}
+
+console:
+  # GET /console, the developer console: true | false | auto (on when security is off).
+  enabled: ${y(d.console.enabled)}
+`
+
+/** The commented `agent.yml` written by `fastify-a2a init`. */
+export function initTemplate (): string {
+  return TEMPLATE
+}
+
+/** Writes the template to `file`. Returns false, and writes nothing, when the file exists and `force` is not set. */
+export async function writeTemplate (file: string, { force = false }: { force?: boolean } = {}): Promise<boolean> {
+  try {
+    await writeFile(file, TEMPLATE, { flag: force ? 'w' : 'wx' })
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+    throw err
+  }
+}

@@ -1,0 +1,121 @@
+import { isIP } from 'node:net'
+import { Ajv, type ErrorObject } from 'ajv'
+import { ConfigSchema, type A2AConfig } from '../../schemas/config.js'
+import { configError, dotted, isPlainObject, setOwn } from './problems.js'
+
+// One instance, one compiled validator. `coerceTypes` turns substituted strings such as "8000" into integers;
+// `verbose` puts each union's branches on its error, for "must be one of: ...".
+const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true, verbose: true })
+const check = ajv.compile<A2AConfig>(ConfigSchema)
+
+/**
+ * Validates a configuration against the schema (filling in every default), then checks what the schema cannot say.
+ * The input is never modified. Throws `A2A_ERR_INVALID_CONFIG` with `problems`, every one of them
+ * `<full.dotted.path>: <message>`.
+ */
+export function validateConfig (input: unknown): A2AConfig {
+  const data = clone(input ?? {})
+  // Ajv sets `errors` whenever validation fails.
+  if (!check(data)) throw configError(schemaProblems(check.errors as ErrorObject[]))
+  const problems = semanticProblems(data)
+  if (problems.length > 0) throw configError(problems)
+  return data
+}
+
+function clone (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(clone)
+  if (!isPlainObject(value)) return value
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) setOwn(out, key, clone(item))
+  return out
+}
+
+function schemaProblems (errors: ErrorObject[]): string[] {
+  // A union reports one error per branch and then its own: keep only the union's.
+  const unions = errors.filter(e => e.keyword === 'anyOf').map(e => e.schemaPath + '/')
+  const problems = new Set<string>()
+  for (const e of errors) {
+    if (unions.some(prefix => e.schemaPath.startsWith(prefix))) continue
+    const path = pointerSegments(e.instancePath)
+    switch (e.keyword) {
+      case 'required':
+        problems.add(`${dotted([...path, e.params.missingProperty])}: required`)
+        break
+      case 'additionalProperties':
+        problems.add(`${dotted([...path, e.params.additionalProperty])}: unknown key`)
+        break
+      case 'anyOf':
+        problems.add(`${dotted(path)}: must be one of: ${(e.schema as BranchSchema[]).map(describe).join(', ')}`)
+        break
+      case 'const':
+        problems.add(`${dotted(path)}: must be ${String(e.params.allowedValue)}`)
+        break
+      case 'minLength':
+        problems.add(`${dotted(path)}: must have at least ${e.params.limit} character(s)`)
+        break
+      default:
+        problems.add(`${dotted(path)}: ${e.message}`)
+    }
+  }
+  return [...problems]
+}
+
+interface BranchSchema { const?: unknown, type?: string }
+
+const describe = (branch: BranchSchema) => 'const' in branch ? String(branch.const) : String(branch.type)
+
+// JSON Pointer (RFC 6901) to segments: `/agent/skills/0` → ['agent', 'skills', '0'].
+const pointerSegments = (pointer: string) =>
+  pointer.split('/').slice(1).map(s => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+
+/** What the schema cannot express: cross-field rules, URLs and CIDRs. */
+function semanticProblems (config: A2AConfig): string[] {
+  const problems: string[] = []
+  const { security, services } = config
+  const { api_key: apiKey, bearer, oauth2 } = security.auth
+
+  if (security.enabled && security.auth_type === 'oauth2' && oauth2 === undefined) {
+    problems.push('security.auth.oauth2: required when security.auth_type is oauth2')
+  }
+  if (security.enabled && apiKey.keys.length === 0 && bearer.tokens.length === 0 && oauth2 === undefined) {
+    problems.push('security.auth: security is enabled but no api_key.keys, bearer.tokens or oauth2 is configured')
+  }
+
+  const hasCache = Object.values(services).some(s => s.type === 'cache')
+  for (const section of ['push_notifications', 'tasks'] as const) {
+    if (config[section].backend === 'kvcache' && !hasCache) {
+      problems.push(`${section}.backend: kvcache needs a services entry with type: cache`)
+    }
+  }
+
+  const http = ['http:', 'https:']
+  if (config.agent.url !== undefined) checkUrl(problems, 'agent.url', config.agent.url, http)
+  if (oauth2 !== undefined) {
+    checkUrl(problems, 'security.auth.oauth2.introspection_endpoint', oauth2.introspection_endpoint, http)
+  }
+  for (const [name, service] of Object.entries(services)) {
+    checkUrl(problems, `services.${name}.url`, service.url, ['redis:', 'rediss:'])
+  }
+
+  config.push_notifications.config.allowed_networks.forEach((network, i) => {
+    if (!isCidr(network)) {
+      problems.push(`push_notifications.config.allowed_networks.${i}: "${network}" is not a CIDR such as 10.0.0.0/8`)
+    }
+  })
+  return problems
+}
+
+function checkUrl (problems: string[], path: string, value: string, protocols: string[]): void {
+  const schemes = protocols.map(p => p.replace(':', '://')).join(' or ')
+  const url = URL.canParse(value) ? new URL(value) : undefined
+  if (url === undefined || url.hostname === '' || !protocols.includes(url.protocol)) {
+    problems.push(`${path}: must be a ${schemes} URL`)
+  }
+}
+
+function isCidr (value: string): boolean {
+  const match = /^([^/]+)\/(\d{1,3})$/.exec(value)
+  if (match === null) return false
+  const family = isIP(match[1])
+  return family !== 0 && Number(match[2]) <= (family === 4 ? 32 : 128)
+}
