@@ -1,0 +1,41 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import type { A2AConfig } from '../schemas/config.js'
+import { MethodRegistry } from '../services/json-rpc/registry.js'
+import { createPushMethods } from '../services/json-rpc/methods/push.js'
+import { createTaskMethods } from '../services/json-rpc/methods/tasks.js'
+import type { PushService } from '../services/push/service.js'
+import { createToolMethods } from '../services/json-rpc/methods/tools.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every JSON-RPC method this agent answers; later features add entries here. */
+    a2aMethods: MethodRegistry
+  }
+}
+
+export interface MethodsPluginOptions {
+  config: A2AConfig
+  /** The plugin prefix, for the card's url. */
+  prefix: string
+  /** Process start, for `status.uptime_seconds`. */
+  startedAt: number
+  /** The push config rules, when push notifications are on: the push methods are registered then only. */
+  push?: PushService
+}
+
+/** The method registry, filled with the core methods of CONTRACT.md §5. */
+const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, opts) => {
+  const { config } = opts
+  const registry = new MethodRegistry(config.security.method_scopes)
+  for (const method of createTaskMethods({ config, tasks: fastify.a2aTasks, push: opts.push })) registry.add(method)
+  if (opts.push !== undefined) {
+    for (const method of createPushMethods({ tasks: fastify.a2aTasks, push: opts.push })) registry.add(method)
+  }
+  for (const method of createToolMethods({ config, registry, prefix: opts.prefix, startedAt: opts.startedAt })) {
+    registry.add(method)
+  }
+  fastify.decorate('a2aMethods', registry)
+}
+
+export default fp(methodsPlugin, { name: 'a2a-methods', fastify: '5.x', dependencies: ['a2a-tasks'] })

@@ -1,0 +1,139 @@
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import sjson from 'secure-json-parse'
+import type { Principal } from '../services/auth/principal.js'
+import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
+import { JsonRpcError, RpcCode } from '../services/errors.js'
+import {
+  dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, tooDeep, type IdentifiedError, type JsonRpcRequest
+} from '../services/json-rpc/dispatch.js'
+import type { RegisteredMethod } from '../services/json-rpc/registry.js'
+import type { EventSource } from '../plugins/sse.js'
+
+export interface JsonRpcRoutesOptions {
+  /** `server.max_request_size`: bodies above it get HTTP 413. */
+  bodyLimit: number
+  /** Authentication and its limits, for this route context only. */
+  auth: AuthPluginOptions
+}
+
+/** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
+const JSON_TYPE = /^application\/(?:[\w!#$&^.-]+\+)?json(?:\s*;|$)/i
+
+const parseError = (data: string) => new JsonRpcError(RpcCode.parseError, 'Parse error', data, 400)
+
+/**
+ * Parses JSON bodies for the JSON-RPC route only. `__proto__` and `constructor.prototype` keys are dropped while
+ * parsing, so nothing downstream can be tricked into changing a prototype.
+ */
+function parseJson (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void): void {
+  let value: unknown
+  try {
+    value = sjson.parse(body, null, { protoAction: 'remove', constructorAction: 'remove' })
+  } catch {
+    done(parseError('the body is not valid JSON'))
+    return
+  }
+  if (tooDeep(value)) {
+    done(Object.assign(new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'nesting is deeper than 64 levels'), { id: null }))
+    return
+  }
+  done(null, value)
+}
+
+/** Transport-level refusals by Fastify itself, mapped to JSON-RPC bodies (CONTRACT.md §3 and §4). */
+function frameworkError (err: FastifyError): JsonRpcError {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'the body is larger than the limit', 413)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'Content-Type must be application/json', 415)
+    default:
+      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'the request could not be read', 400)
+  }
+}
+
+async function errorHandler (this: unknown, err: FastifyError | JsonRpcError, request: FastifyRequest, reply: FastifyReply) {
+  let rpc: JsonRpcError
+  if (err instanceof JsonRpcError) {
+    rpc = err
+  } else if (typeof err.statusCode === 'number' && err.statusCode < 500) {
+    rpc = frameworkError(err)
+  } else {
+    request.log.error({ err }, 'json-rpc route failed')
+    rpc = new JsonRpcError(RpcCode.internalError, 'Internal error')
+  }
+  const id = (err as Partial<IdentifiedError>).id ?? null
+  return send(reply, failure(id, rpc), rpc)
+}
+
+function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
+  if (err !== undefined && err.httpStatus !== 200) {
+    reply.code(err.httpStatus)
+    if (err.headers !== undefined) reply.headers(err.headers)
+  }
+  return reply.type('application/json; charset=utf-8').send(body)
+}
+
+/** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
+const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, parseJson)
+  fastify.setErrorHandler(errorHandler)
+  // Auth lives in this context only: the card, /health and /ready stay public, and host routes are untouched.
+  await fastify.register(authPlugin, opts.auth)
+  fastify.addHook('onRequest', fastify.a2aAuthenticate)
+  const audit = fastify.a2aAudit
+  const secured = opts.auth.config.security.enabled
+
+  /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
+  function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {
+    if (!secured) return
+    const principal = request.a2aPrincipal as Principal
+    const fields = { principal: principal.id, scheme: principal.scheme, method, ip: request.ip }
+    if (error?.code === RpcCode.insufficientScope) audit.warn({ ...fields, outcome: 'denied', reason: error.data }, 'scope denied')
+    else audit.info({ ...fields, outcome: 'success' }, 'auth success')
+  }
+
+  const registry = fastify.a2aMethods
+  const streams = fastify.a2aStreams
+
+  /**
+   * A streaming method answers with SSE. Transport-level refusals (401, 403, 429, 503) are plain JSON before any
+   * SSE byte; errors after that (bad params, unknown task) are one SSE error event (CONTRACT.md §7).
+   */
+  async function stream (request: FastifyRequest, reply: FastifyReply, req: JsonRpcRequest, method: RegisteredMethod) {
+    const principal = request.a2aPrincipal as Principal
+    if (streams.full || streams.fullFor(principal.id)) {
+      const data = streams.full ? 'server.max_streams reached' : 'too many open streams for this principal'
+      throw Object.assign(new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' }), { id: req.id })
+    }
+    let source: EventSource
+    try {
+      resolveMethod(registry, req, principal)
+      audited(request, req.method)
+      source = await method.handler(req.params, { principal, log: request.log, id: req.id }) as EventSource
+    } catch (err) {
+      const error = toJsonRpcError(err, request.log, req.method)
+      if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
+      if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })
+      streams.error(reply, failure(req.id, error))
+      return reply
+    }
+    streams.open(reply, req.id, source, principal.id)
+    return reply
+  }
+
+  fastify.post('/', { bodyLimit: opts.bodyLimit }, async function (request, reply) {
+    if (request.headers['content-type'] === undefined) {
+      throw new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'Content-Type must be application/json', 415)
+    }
+    const req = parseEnvelope(request.body)
+    const method = registry.get(req.method)
+    if (method?.streaming === true) return stream(request, reply, req, method)
+    const { response, error } = await dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
+    audited(request, req.method, error)
+    return send(reply, response, error)
+  })
+}
+
+export default jsonRpcRoutes

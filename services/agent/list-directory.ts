@@ -1,0 +1,106 @@
+import { lstat, readdir, realpath, stat } from 'node:fs/promises'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { invalidParams } from '../errors.js'
+
+export type EntryType = 'file' | 'directory' | 'symlink' | 'other'
+
+export interface DirectoryEntry {
+  name: string
+  type: EntryType
+  /** Bytes, from `lstat`: a symlink's size is the length of its target path. */
+  size: number
+  /** Last modification, ISO 8601 UTC. */
+  modified: string
+}
+
+export interface DirectoryListing {
+  /** The normalized path relative to the root, `.` for the root itself. */
+  path: string
+  entries: DirectoryEntry[]
+}
+
+/**
+ * What a client is told for the fs errors its path can cause. Anything else (EIO, EMFILE, a bad root in the
+ * config) is ours, and propagates as an internal error.
+ */
+const PATH_ERRORS: Readonly<Record<string, string>> = {
+  ENOENT: 'does not exist',
+  ENOTDIR: 'does not exist',
+  ELOOP: 'has too many levels of symbolic links',
+  ENAMETOOLONG: 'is too long',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied'
+}
+
+const ROOT_ERRORS: Readonly<Record<string, string>> = {
+  ENOENT: 'the list_directory root does not exist',
+  ENOTDIR: 'the list_directory root does not exist'
+}
+
+/**
+ * The `list_directory` tool (CONTRACT.md §5): lists `path`, relative to `root`, without ever leaving the root,
+ * neither lexically (`..`, absolute paths) nor through a symbolic link. Entries come from `lstat`, so a symlink is
+ * reported as one and never followed. Refusals are -32602 with `data` naming the reason.
+ */
+export async function listDirectory (root: string, path: string): Promise<DirectoryListing> {
+  if (path.includes('\0')) throw invalidParams('params.path: must not contain NUL bytes')
+  if (isAbsolute(path)) throw invalidParams('params.path: must be relative to the root, not absolute')
+  // Lexical check first: a `..` that climbs above the root is refused even where the path comes back in
+  // (`../root/sub`), so that a client cannot probe what lies around the root.
+  if (climbsOut(path)) throw invalidParams('params.path: escapes the root through ..')
+  const rootPath = resolve(root)
+  const rel = relative(rootPath, resolve(rootPath, path))
+
+  const realRoot = await guarded(realpath(rootPath), ROOT_ERRORS)
+  const target = await guarded(realpath(join(rootPath, rel)))
+  if (escapes(relative(realRoot, target))) {
+    throw invalidParams('params.path: resolves outside the root through a symbolic link')
+  }
+  if (!(await guarded(stat(target))).isDirectory()) throw invalidParams('params.path: is not a directory')
+
+  const names = (await guarded(readdir(target))).sort(byCodePoint)
+  const entries = await Promise.all(names.map(async (name): Promise<DirectoryEntry> => {
+    const info = await guarded(lstat(join(target, name)))
+    return { name, type: entryType(info), size: info.size, modified: info.mtime.toISOString() }
+  }))
+  return { path: rel === '' ? '.' : rel, entries }
+}
+
+function climbsOut (path: string): boolean {
+  let depth = 0
+  for (const segment of path.split(sep)) {
+    if (segment === '..') {
+      if (--depth < 0) return true
+    } else if (segment !== '' && segment !== '.') {
+      depth++
+    }
+  }
+  return false
+}
+
+function escapes (rel: string): boolean {
+  // `relative` gives an absolute path only across Windows drives.
+  return rel === '..' || rel.startsWith('..' + sep) || isAbsolute(rel)
+}
+
+function entryType (info: Awaited<ReturnType<typeof lstat>>): EntryType {
+  if (info.isSymbolicLink()) return 'symlink'
+  if (info.isDirectory()) return 'directory'
+  return info.isFile() ? 'file' : 'other'
+}
+
+/** UTF-8 byte order is code-point order; `<` on strings compares UTF-16 units, which differs above U+FFFF. */
+function byCodePoint (a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b))
+}
+
+/** Awaits an fs call, turning the errors listed in `reasons` into -32602; others propagate. */
+async function guarded<T> (op: Promise<T>, reasons = PATH_ERRORS): Promise<T> {
+  try {
+    return await op
+  } catch (err) {
+    const code = String((err as NodeJS.ErrnoException).code)
+    if (!Object.hasOwn(reasons, code)) throw err
+    throw invalidParams(`params.path: ${reasons[code]}`)
+  }
+}

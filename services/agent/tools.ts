@@ -1,0 +1,31 @@
+import type { Logger } from '../logger.js'
+import { missingScopes, type Principal } from '../auth/principal.js'
+import { invalidParams } from '../errors.js'
+import { resolveMethod } from '../json-rpc/dispatch.js'
+import type { MethodRegistry } from '../json-rpc/registry.js'
+import type { AgentTools } from './executor.js'
+
+/** The JSON-RPC methods an agent may call as tools (CONTRACT.md §5 and §6). */
+export const TOOL_METHODS = ['status', 'capabilities', 'list_directory'] as const
+
+/**
+ * Tools for an executor, bound to the task's principal. A call goes through the same registry entry as the
+ * JSON-RPC method: the same scopes, the same params validation, the same handler.
+ */
+export function createAgentTools (registry: MethodRegistry, principal: Principal, log: Logger): AgentTools {
+  return {
+    available () {
+      return TOOL_METHODS.filter(name => {
+        const method = registry.get(name)
+        return method !== undefined && missingScopes(principal, method.scopes).length === 0
+      })
+    },
+    async call (name, args) {
+      if (!(TOOL_METHODS as readonly string[]).includes(name) || !registry.has(name)) {
+        throw invalidParams(`tool "${name}" does not exist`)
+      }
+      const method = resolveMethod(registry, { id: null, method: name, params: args }, principal)
+      return method.handler(args, { principal, log, id: null })
+    }
+  }
+}

@@ -1,0 +1,190 @@
+import type { A2AConfig } from '../../../schemas/config.js'
+import {
+  MessageSendParamsSchema, type MessageSendParams, TaskIdParamsSchema, TaskListParamsSchema, TaskListResultSchema, TaskQueryParamsSchema
+} from '../../../schemas/methods.js'
+import { TaskSchema, type Message } from '../../../schemas/task.js'
+import { JsonRpcError, RpcCode, contentTypeNotSupported } from '../../errors.js'
+import { normalizeState, presentTask } from '../../tasks/states.js'
+import type { Principal } from '../../auth/principal.js'
+import type { PushService } from '../../push/service.js'
+import type { StoredTask } from '../../tasks/store.js'
+import type { TaskService } from '../../tasks/task-service.js'
+import { TaskEventStream } from '../../tasks/task-stream.js'
+import type { MethodDefinition } from '../registry.js'
+
+export interface TaskMethodDeps {
+  config: A2AConfig
+  tasks: TaskService
+  /** Push notification configs, when push notifications are on. */
+  push?: PushService
+}
+
+const DEFAULT_PAGE_SIZE = 50
+
+/** `message/send`, `message/stream` and the `tasks/*` methods that follow a task (CONTRACT.md §5 and §7). */
+export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): MethodDefinition[] {
+  const dialect = config.protocol.dialect
+  const timeoutMs = config.server.request_timeout * 1000
+  const inputModes = config.agent.input_modes
+
+  /** The checks message/send and message/stream share, made before any task is touched. */
+  function checkMessage ({ message, configuration }: MessageSendParams): void {
+    const pushConfig = configuration?.pushNotificationConfig
+    if (pushConfig !== undefined) {
+      if (push === undefined) throw pushNotSupported()
+      push.check(pushConfig, 'params.configuration.pushNotificationConfig')
+    }
+    checkMediaTypes(message, inputModes)
+  }
+
+  /**
+   * The task a message goes to: a new one, or the one its taskId names (joined). A push config in the request is
+   * stored before the executor starts, so the first state change is delivered (CONTRACT.md §5).
+   */
+  async function route ({ message, configuration, metadata }: MessageSendParams, principal: Principal,
+    joined?: (record: StoredTask) => void): Promise<StoredTask> {
+    const pushConfig = configuration?.pushNotificationConfig
+    const attach = pushConfig === undefined ? undefined : (taskId: string) => (push as PushService).set(taskId, pushConfig)
+    if (message.taskId !== undefined) {
+      await tasks.get(message.taskId, principal)
+      if (attach !== undefined) await attach(message.taskId)
+      return tasks.join(message.taskId, message, principal)
+    }
+    const record = await tasks.create(message, principal, metadata, attach)
+    joined?.(record)
+    tasks.dispatch(record, principal)
+    return record
+  }
+
+  const send: MethodDefinition<typeof MessageSendParamsSchema> = {
+    name: 'message/send',
+    summary: 'Sends a message: starts a task, or continues the task named by message.taskId. Answers with the Task.',
+    params: MessageSendParamsSchema,
+    result: TaskSchema,
+    errors: [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported],
+    async handler (params, ctx) {
+      checkMessage(params)
+      const { configuration } = params
+      let record = await route(params, ctx.principal)
+      if (configuration?.blocking !== false) record = await tasks.waitSettled(record, timeoutMs)
+      return presentTask(record.task, dialect, configuration?.historyLength)
+    }
+  }
+
+  const stream: MethodDefinition<typeof MessageSendParamsSchema> = {
+    name: 'message/stream',
+    summary: 'Sends a message and streams the task\'s events over Server-Sent Events until it settles.',
+    params: MessageSendParamsSchema,
+    result: TaskSchema,
+    streaming: true,
+    errors: [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported],
+    async handler (params, ctx) {
+      checkMessage(params)
+      const { message } = params
+      if (message.taskId !== undefined) {
+        // Subscribed before the message joins: the events of its turn cannot be missed.
+        const events = new TaskEventStream(tasks.bus, message.taskId, { dialect, mode: 'message' })
+        try {
+          await events.ready
+          return events.start(await route(params, ctx.principal))
+        } catch (err) {
+          events.close()
+          throw err
+        }
+      }
+      // The task is stored before the first event is written, and followed before it starts.
+      let events: TaskEventStream | undefined
+      await route(params, ctx.principal, record => {
+        events = new TaskEventStream(tasks.bus, record.task.id, { dialect, mode: 'message' }).start(record)
+      })
+      return events
+    }
+  }
+
+  const resubscribe: MethodDefinition<typeof TaskIdParamsSchema> = {
+    name: 'tasks/resubscribe',
+    summary: 'Streams a task: its current snapshot, then live events until it settles.',
+    params: TaskIdParamsSchema,
+    result: TaskSchema,
+    streaming: true,
+    errors: [RpcCode.taskNotFound],
+    async handler ({ id }, ctx) {
+      const events = new TaskEventStream(tasks.bus, id, { dialect, mode: 'resubscribe' })
+      try {
+        await events.ready
+        return events.start(await tasks.get(id, ctx.principal))
+      } catch (err) {
+        events.close()
+        throw err
+      }
+    }
+  }
+
+  const get: MethodDefinition<typeof TaskQueryParamsSchema> = {
+    name: 'tasks/get',
+    summary: 'Returns a task, its history cut to the last historyLength messages.',
+    params: TaskQueryParamsSchema,
+    result: TaskSchema,
+    errors: [RpcCode.taskNotFound],
+    async handler ({ id, historyLength }, ctx) {
+      const record = await tasks.get(id, ctx.principal)
+      return presentTask(record.task, dialect, historyLength)
+    }
+  }
+
+  const cancel: MethodDefinition<typeof TaskIdParamsSchema> = {
+    name: 'tasks/cancel',
+    summary: 'Cancels a task that has not finished: it moves to canceled and its executor is aborted.',
+    params: TaskIdParamsSchema,
+    result: TaskSchema,
+    errors: [RpcCode.taskNotFound, RpcCode.taskNotCancelable],
+    async handler ({ id }, ctx) {
+      const record = await tasks.cancel(id, ctx.principal)
+      return presentTask(record.task, dialect)
+    }
+  }
+
+  const list: MethodDefinition<typeof TaskListParamsSchema> = {
+    name: 'tasks/list',
+    summary: 'Lists the caller\'s tasks, newest first, optionally by context and state, a page at a time.',
+    params: TaskListParamsSchema,
+    result: TaskListResultSchema,
+    async handler (params, ctx) {
+      const page = await tasks.list({
+        contextId: params.contextId,
+        state: params.state === undefined ? undefined : normalizeState(params.state),
+        pageSize: params.pageSize ?? DEFAULT_PAGE_SIZE,
+        pageToken: params.pageToken
+      }, ctx.principal)
+      return {
+        tasks: page.tasks.map(r => presentTask(r.task, dialect, params.historyLength)),
+        nextPageToken: page.nextPageToken
+      }
+    }
+  }
+
+  return [send, stream, get, cancel, list, resubscribe] as unknown as MethodDefinition[]
+}
+
+/** CONTRACT.md §4: with push notifications off, a message carrying a push config is refused and no task is made. */
+export function pushNotSupported (): JsonRpcError {
+  return new JsonRpcError(RpcCode.methodNotFound, 'Method not found', 'push notifications are not supported')
+}
+
+/** The media type a part is read as: its file's mimeType, JSON for data, plain text for text. */
+function mediaTypeOf (part: Message['parts'][number]): string {
+  if (part.kind === 'text') return 'text/plain'
+  if (part.kind === 'data') return 'application/json'
+  return part.file.mimeType ?? 'application/octet-stream'
+}
+
+/** -32005 when a part's media type is not among the agent's input modes (`type/*` and `*\/*` are wildcards). */
+function checkMediaTypes (message: Message, accepted: readonly string[]): void {
+  for (let i = 0; i < message.parts.length; i++) {
+    const type = mediaTypeOf(message.parts[i]).toLowerCase()
+    const major = type.split('/')[0] + '/*'
+    if (!accepted.some(mode => mode === type || mode === major || mode === '*/*')) {
+      throw contentTypeNotSupported(`params.message.parts.${i}: media type ${type} is not accepted (${accepted.join(', ')})`)
+    }
+  }
+}

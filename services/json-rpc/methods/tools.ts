@@ -1,0 +1,92 @@
+import { Type } from '@sinclair/typebox'
+import type { A2AConfig } from '../../../schemas/config.js'
+import {
+  CapabilitiesResultSchema, ListDirectoryParamsSchema, ListDirectoryResultSchema, StatusResultSchema
+} from '../../../schemas/methods.js'
+import { missingScopes } from '../../auth/principal.js'
+import { buildAgentCard, toolSkill, type AgentCard } from '../../agent-card.js'
+import { listDirectory } from '../../agent/list-directory.js'
+import { TOOL_METHODS } from '../../agent/tools.js'
+import { RpcCode, unauthenticated } from '../../errors.js'
+import type { MethodDefinition, MethodRegistry } from '../registry.js'
+
+export interface ToolMethodDeps {
+  config: A2AConfig
+  registry: MethodRegistry
+  /** The plugin prefix, for the card's url. */
+  prefix: string
+  /** Process start, ms since the epoch, for `uptime_seconds`. */
+  startedAt: number
+}
+
+/** `status`, `capabilities`, `list_directory` and `agent/getAuthenticatedExtendedCard` (CONTRACT.md §5). */
+export function createToolMethods ({ config, registry, prefix, startedAt }: ToolMethodDeps): MethodDefinition[] {
+  const card: AgentCard = buildAgentCard(config, { prefix })
+  const root = config.tools.list_directory.root
+
+  const status: MethodDefinition = {
+    name: 'status',
+    summary: 'Says the agent is up: its name, version and uptime. An authenticated probe.',
+    result: StatusResultSchema,
+    handler () {
+      const now = Date.now()
+      return {
+        status: 'ok',
+        agent: config.agent.name,
+        version: config.agent.version,
+        uptime_seconds: Math.floor((now - startedAt) / 1000),
+        timestamp: new Date(now).toISOString()
+      }
+    }
+  }
+
+  const capabilities: MethodDefinition = {
+    name: 'capabilities',
+    summary: 'Lists the agent\'s capabilities, skills and methods, with the scopes each needs and whether the caller has them.',
+    result: CapabilitiesResultSchema,
+    scopes: ['agent:read'],
+    errors: [RpcCode.insufficientScope],
+    handler (_params, ctx) {
+      return {
+        agent: config.agent.name,
+        protocolVersion: card.protocolVersion,
+        capabilities: card.capabilities,
+        methods: registry.list().map(m => ({
+          name: m.name,
+          scopes: [...m.scopes],
+          allowed: missingScopes(ctx.principal, m.scopes).length === 0
+        })),
+        skills: card.skills
+      }
+    }
+  }
+
+  const listDir: MethodDefinition<typeof ListDirectoryParamsSchema> = {
+    name: 'list_directory',
+    summary: 'Lists a directory under tools.list_directory.root: name, type, size and modification time, by name.',
+    params: ListDirectoryParamsSchema,
+    result: ListDirectoryResultSchema,
+    scopes: ['files:read'],
+    errors: [RpcCode.insufficientScope],
+    handler ({ path }) {
+      return listDirectory(root, path)
+    }
+  }
+
+  const extendedCard: MethodDefinition = {
+    name: 'agent/getAuthenticatedExtendedCard',
+    summary: 'The agent card with every skill the authenticated caller may use.',
+    result: Type.Object({ name: Type.String() }, { additionalProperties: true }),
+    errors: [RpcCode.unauthenticated],
+    handler (_params, ctx) {
+      if (ctx.principal.scheme === 'anonymous') throw unauthenticated('the extended card needs an authenticated caller', false)
+      const tools = TOOL_METHODS.filter(name => {
+        const method = registry.get(name)
+        return method !== undefined && missingScopes(ctx.principal, method.scopes).length === 0
+      })
+      return { ...card, skills: [...card.skills, ...tools.map(toolSkill)] }
+    }
+  }
+
+  return [status, capabilities, listDir as unknown as MethodDefinition, extendedCard]
+}

@@ -1,0 +1,98 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import type { Static, TSchema } from '@sinclair/typebox'
+import type { Logger } from '../logger.js'
+import type { Principal } from '../auth/principal.js'
+import { invalidParams } from '../errors.js'
+
+export type JsonRpcId = string | number | null
+
+/** What a method handler gets besides its params. */
+export interface MethodContext {
+  readonly principal: Principal
+  readonly log: Logger
+  /** The JSON-RPC request id, echoed by streaming methods in every event. */
+  readonly id: JsonRpcId
+}
+
+export interface MethodDefinition<S extends TSchema = TSchema> {
+  /** The JSON-RPC method name, e.g. `tasks/get`. */
+  readonly name: string
+  readonly summary: string
+  /** TypeBox schema of `params`; absent when the method takes none (params, if sent, are then ignored). */
+  readonly params?: S
+  /** TypeBox schema of the result, for documentation (OpenRPC) and serialization. */
+  readonly result?: TSchema
+  /** Scopes a caller needs; `security.method_scopes` overrides them per method. Empty: authentication only. */
+  readonly scopes?: readonly string[]
+  /** Streaming methods answer with Server-Sent Events. */
+  readonly streaming?: boolean
+  /** Error codes the method can answer with, besides the generic ones (for documentation). */
+  readonly errors?: readonly number[]
+  readonly handler: (params: Static<S>, ctx: MethodContext) => unknown
+}
+
+/** A registered method, with its params validator compiled once and its effective scopes. */
+export interface RegisteredMethod extends MethodDefinition {
+  readonly scopes: readonly string[]
+  readonly validate: ((params: unknown) => unknown) | undefined
+}
+
+/**
+ * The methods this server answers: each one an entry with a params schema, a handler and its scopes. Later
+ * features add entries; dispatch never grows a switch.
+ */
+export class MethodRegistry {
+  readonly #methods = new Map<string, RegisteredMethod>()
+  readonly #ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, strict: false, discriminator: true })
+  readonly #scopeOverrides: Readonly<Record<string, readonly string[]>>
+
+  constructor (scopeOverrides: Readonly<Record<string, readonly string[]>> = {}) {
+    this.#scopeOverrides = scopeOverrides
+  }
+
+  add<S extends TSchema> (def: MethodDefinition<S>): this {
+    if (this.#methods.has(def.name)) throw new TypeError(`method ${def.name} is already registered`)
+    const validate = def.params === undefined ? undefined : this.#compile(def.params)
+    const scopes = Object.hasOwn(this.#scopeOverrides, def.name) ? this.#scopeOverrides[def.name] : (def.scopes ?? [])
+    this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), scopes, validate })
+    return this
+  }
+
+  get (name: string): RegisteredMethod | undefined {
+    return this.#methods.get(name)
+  }
+
+  has (name: string): boolean {
+    return this.#methods.has(name)
+  }
+
+  list (): RegisteredMethod[] {
+    return [...this.#methods.values()]
+  }
+
+  #compile (schema: TSchema): (params: unknown) => unknown {
+    const check: ValidateFunction = this.#ajv.compile(schema)
+    return (params: unknown) => {
+      if (params === undefined) throw invalidParams('params: required')
+      if (!check(params)) throw invalidParams(formatParamsError((check.errors as ErrorObject[])[0]))
+      return params
+    }
+  }
+}
+
+/** One AJV error as `params.<path>: <reason>`, e.g. `params.message.parts: required` (CONTRACT.md §4). */
+export function formatParamsError (error: ErrorObject): string {
+  const path = 'params' + error.instancePath.replace(/\//g, '.')
+  switch (error.keyword) {
+    case 'required':
+      return `${path}.${(error.params as { missingProperty: string }).missingProperty}: required`
+    case 'discriminator':
+      return `${path}.${(error.params as { tag: string }).tag}: must be one of the known kinds`
+    case 'const':
+      return `${path}: must be ${JSON.stringify((error.params as { allowedValue: unknown }).allowedValue)}`
+    case 'anyOf':
+      return `${path}: is not a valid value`
+    default:
+      return `${path}: ${error.message ?? 'is invalid'}`
+  }
+}

@@ -1,0 +1,87 @@
+import type { Artifact, Task } from '../../schemas/task.js'
+
+/** A change to a task, as published to its subscribers. `task` is the whole snapshot after the change. */
+export type TaskEvent =
+  | { readonly type: 'status', readonly version: number, readonly task: Task, readonly final: boolean }
+  | {
+    readonly type: 'artifact'
+    readonly version: number
+    readonly task: Task
+    readonly artifact: Artifact
+    readonly append: boolean
+    readonly lastChunk: boolean
+  }
+
+export type TaskEventListener = (event: TaskEvent) => void
+
+/**
+ * Removes the listener when called. `ready` settles once events published from now on will reach it (at once in
+ * memory; after the SUBSCRIBE is acknowledged in Redis): read a snapshot only after it.
+ */
+export interface Subscription {
+  (): void
+  readonly ready: Promise<void>
+}
+
+const READY: Promise<void> = Promise.resolve()
+
+/**
+ * Per-task publish/subscribe. The memory bus serves one process; with `tasks.backend: kvcache` a Redis bus carries
+ * the same events between instances. Publishing to a task nobody follows costs nothing.
+ */
+export interface TaskEventBus {
+  publish (taskId: string, event: TaskEvent): void
+  subscribe (taskId: string, listener: TaskEventListener): Subscription
+  /** Listeners on one task, or on all tasks: leak checks and metrics. */
+  listenerCount (taskId?: string): number
+  close (): Promise<void>
+}
+
+export class MemoryTaskEventBus implements TaskEventBus {
+  readonly #listeners = new Map<string, Set<TaskEventListener>>()
+  #count = 0
+
+  publish (taskId: string, event: TaskEvent): void {
+    const set = this.#listeners.get(taskId)
+    if (set === undefined) return
+    // A listener may unsubscribe (or subscribe another) while we deliver: iterate over a copy. One that throws does
+    // not keep the event from the others; the first error is rethrown once all have it.
+    let failure: unknown
+    for (const listener of [...set]) {
+      try {
+        listener(event)
+      } catch (err) {
+        failure ??= err
+      }
+    }
+    if (failure !== undefined) throw failure
+  }
+
+  subscribe (taskId: string, listener: TaskEventListener): Subscription {
+    let set = this.#listeners.get(taskId)
+    if (set === undefined) this.#listeners.set(taskId, (set = new Set()))
+    const listeners = set
+    if (listeners.has(listener)) return Object.assign(() => {}, { ready: READY })
+    listeners.add(listener)
+    this.#count++
+    let active = true
+    return Object.assign(() => {
+      if (!active) return
+      active = false
+      // After close() the listener is gone already: count it out only once.
+      if (listeners.delete(listener)) this.#count--
+      if (listeners.size === 0 && this.#listeners.get(taskId) === listeners) this.#listeners.delete(taskId)
+    }, { ready: READY })
+  }
+
+  listenerCount (taskId?: string): number {
+    if (taskId === undefined) return this.#count
+    return this.#listeners.get(taskId)?.size ?? 0
+  }
+
+  async close (): Promise<void> {
+    for (const set of this.#listeners.values()) set.clear()
+    this.#listeners.clear()
+    this.#count = 0
+  }
+}

@@ -1,0 +1,71 @@
+import type { Task, TaskState } from '../../schemas/task.js'
+
+export type Dialect = 'default' | 'a2a'
+
+const TERMINAL: ReadonlySet<string> = new Set(['completed', 'canceled', 'failed', 'rejected'])
+
+/**
+ * CONTRACT.md §6: submitted → in_progress → (completed | failed | canceled | input_required | auth_required);
+ * input_required → in_progress; any non-terminal state → canceled. Two additions, documented in the README:
+ * in_progress → rejected (an agent declines the work) and auth_required → in_progress (the twin of input_required).
+ */
+const NEXT: Readonly<Record<TaskState, readonly TaskState[]>> = {
+  submitted: ['in_progress', 'canceled'],
+  in_progress: ['completed', 'failed', 'canceled', 'input_required', 'auth_required', 'rejected'],
+  input_required: ['in_progress', 'canceled'],
+  auth_required: ['in_progress', 'canceled'],
+  completed: [],
+  canceled: [],
+  failed: [],
+  rejected: []
+}
+
+export function isTerminal (state: string): boolean {
+  return TERMINAL.has(state)
+}
+
+/** Terminal, or waiting for the client: where a blocking `message/send` returns and a stream ends. */
+export function isSettled (state: string): boolean {
+  return TERMINAL.has(state) || state === 'input_required' || state === 'auth_required'
+}
+
+export function canTransition (from: TaskState, to: TaskState): boolean {
+  return NEXT[from].includes(to)
+}
+
+const A2A_NAMES: Readonly<Record<string, string>> = {
+  in_progress: 'working',
+  input_required: 'input-required',
+  auth_required: 'auth-required'
+}
+
+const FROM_A2A: Readonly<Record<string, TaskState>> = {
+  working: 'in_progress',
+  'input-required': 'input_required',
+  'auth-required': 'auth_required'
+}
+
+/** A state name in either spelling, as stored; undefined when it is no state at all. */
+export function normalizeState (name: string): TaskState | undefined {
+  if (Object.hasOwn(NEXT, name)) return name as TaskState
+  return Object.hasOwn(FROM_A2A, name) ? FROM_A2A[name] : undefined
+}
+
+/** The wire name of a stored state in a dialect. */
+export function stateName (state: TaskState, dialect: Dialect): string {
+  return dialect === 'a2a' && Object.hasOwn(A2A_NAMES, state) ? A2A_NAMES[state] : state
+}
+
+/**
+ * The Task as a client sees it: state names in the dialect, history cut to the last `historyLength` entries.
+ * Stored tasks are never mutated, so the default dialect with the whole history returns the object itself.
+ */
+export function presentTask (task: Task, dialect: Dialect, historyLength?: number): Task {
+  const renamed = dialect === 'a2a' && Object.hasOwn(A2A_NAMES, task.status.state)
+  const cut = historyLength !== undefined && historyLength < task.history.length
+  if (!renamed && !cut) return task
+  const out: Task = { ...task }
+  if (renamed) out.status = { ...task.status, state: stateName(task.status.state, dialect) as TaskState }
+  if (cut) out.history = historyLength === 0 ? [] : task.history.slice(-historyLength)
+  return out
+}

@@ -1,0 +1,48 @@
+import type { Task, TaskState } from '../../schemas/task.js'
+
+/** A task as stored, with what only the server knows about it. Stored records are never mutated in place. */
+export interface StoredTask {
+  readonly task: Task
+  /** The principal id that created the task (CONTRACT.md §9, tenancy). */
+  readonly owner: string
+  /** Bumped by one on every write: compare-and-set token and event order. */
+  readonly version: number
+  /** Creation time, ms since the epoch; `tasks/list` is newest first by it. */
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+export interface TaskListQuery {
+  /** Only tasks of this owner; undefined lists every owner's (not used by the methods today). */
+  owner?: string
+  contextId?: string
+  state?: TaskState
+  pageSize: number
+  /** Opaque cursor from a previous page's `nextPageToken`. */
+  pageToken?: string
+}
+
+export interface TaskListPage {
+  tasks: StoredTask[]
+  /** Empty when there is no further page. */
+  nextPageToken: string
+}
+
+/**
+ * Where tasks live. Implementations: MemoryTaskStore (bounded by `tasks.max_tasks`, terminal tasks kept `tasks.ttl`)
+ * and, with `tasks.backend: kvcache`, a Redis store sharing tasks between instances.
+ */
+export interface TaskStore {
+  /** Stores a new task (version 1). Throws TaskStoreFull when the store is full of unfinished tasks. */
+  insert (record: StoredTask): Promise<void>
+  get (id: string): Promise<StoredTask | null>
+  /**
+   * Compare-and-set: writes `next` only if the stored version is `next.version - 1`. Returns false when another
+   * writer got there first (or the task is gone); the caller re-reads and retries.
+   */
+  replace (next: StoredTask): Promise<boolean>
+  list (query: TaskListQuery): Promise<TaskListPage>
+  /** Throws when the backend does not answer (used by `/ready`). */
+  ping (): Promise<void>
+  close (): Promise<void>
+}

@@ -1,0 +1,447 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from '../logger.js'
+import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
+import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
+import { isAdmin, type Principal } from '../auth/principal.js'
+import type { AgentExecutor, AgentTools, ExecutorEvent, MessageContent } from '../agent/executor.js'
+import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound } from '../errors.js'
+import type { TaskEventBus } from './event-bus.js'
+import { canTransition, isSettled, isTerminal } from './states.js'
+import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+
+export interface TaskServiceOptions {
+  store: TaskStore
+  bus: TaskEventBus
+  executor: AgentExecutor
+  log: Logger
+  /** The tools an executor may call, bound to the task's principal. */
+  toolsFor: (principal: Principal) => AgentTools
+  now?: () => number
+}
+
+/** Called after every state change (not after same-state status updates): push notifications hang off this. */
+export type StatusListener = (record: StoredTask, previous: TaskState) => void
+
+export const FAILED_MESSAGE = 'The agent failed while processing the task.'
+export const SHUTDOWN_MESSAGE = 'The server stopped before the task finished.'
+
+/** Attempts of a compare-and-set update before giving up: only a pathological race would need more than two. */
+const MAX_CAS_ATTEMPTS = 16
+
+interface Run {
+  readonly controller: AbortController
+  readonly queue: Message[]
+  readonly principal: Principal
+  done: Promise<void>
+}
+
+type Mutation = (task: Task, record: StoredTask) => Task | null
+
+/** Per-turn state while an executor runs: the turn's `Agent-result` artifact, created by the first string. */
+interface Turn {
+  resultArtifactId: string | undefined
+}
+
+/**
+ * Owns tasks: the state machine of CONTRACT.md §6, the executor runs, cancellation, and the events every change
+ * publishes. Stored tasks are immutable; every change writes a new snapshot with a compare-and-set.
+ */
+export class TaskService {
+  readonly store: TaskStore
+  readonly bus: TaskEventBus
+  readonly #executor: AgentExecutor
+  readonly #log: Logger
+  readonly #toolsFor: (principal: Principal) => AgentTools
+  readonly #now: () => number
+  readonly #running = new Map<string, Run>()
+  readonly #statusListeners: StatusListener[] = []
+  #draining: Promise<void> | undefined
+
+  constructor (opts: TaskServiceOptions) {
+    this.store = opts.store
+    this.bus = opts.bus
+    this.#executor = opts.executor
+    this.#log = opts.log
+    this.#toolsFor = opts.toolsFor
+    this.#now = opts.now ?? Date.now
+  }
+
+  /** Number of tasks whose executor is running in this process. */
+  get running (): number {
+    return this.#running.size
+  }
+
+  onStatusChange (listener: StatusListener): void {
+    this.#statusListeners.push(listener)
+  }
+
+  /** The task, if it exists and the principal may see it; -32001 otherwise (CONTRACT.md §9, tenancy). */
+  async get (id: string, principal: Principal): Promise<StoredTask> {
+    const record = await this.store.get(id)
+    if (record === null || (record.owner !== principal.id && !isAdmin(principal))) throw taskNotFound(id)
+    return record
+  }
+
+  async list (query: Omit<TaskListQuery, 'owner'>, principal: Principal): Promise<TaskListPage> {
+    return this.store.list({ ...query, owner: principal.id })
+  }
+
+  /**
+   * A new task in `submitted`, its history holding the message. The executor is not started: see `dispatch`.
+   * `prepare` runs with the new id before the task is stored (a push config is stored there); if it throws, no task
+   * is made.
+   */
+  async create (message: Message, principal: Principal, metadata?: Record<string, unknown> | null,
+    prepare?: (taskId: string) => Promise<unknown>): Promise<StoredTask> {
+    const id = randomUUID()
+    if (prepare !== undefined) await prepare(id)
+    const contextId = message.contextId ?? randomUUID()
+    const now = this.#now()
+    const task: Task = {
+      id,
+      contextId,
+      kind: 'task',
+      status: { state: 'submitted', timestamp: new Date(now).toISOString() },
+      artifacts: [],
+      history: [{ ...message, kind: 'message', taskId: id, contextId }],
+      metadata: metadata ?? null
+    }
+    const record: StoredTask = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
+    await this.store.insert(record)
+    return record
+  }
+
+  /** Starts the executor on a task's last history message, or queues the message behind a running turn. */
+  dispatch (record: StoredTask, principal: Principal): void {
+    const message = record.task.history[record.task.history.length - 1]
+    const existing = this.#running.get(record.task.id)
+    if (existing !== undefined) {
+      existing.queue.push(message)
+      return
+    }
+    const run: Run = { controller: new AbortController(), queue: [message], principal, done: Promise.resolve() }
+    this.#running.set(record.task.id, run)
+    run.done = this.#loop(record.task.id, run)
+  }
+
+  /**
+   * A message for an existing task (CONTRACT.md §5): appended to its history and handed to the executor. -32001 for
+   * an unknown task, -32602 for a terminal one or a contextId that is not the task's.
+   */
+  async join (taskId: string, message: Message, principal: Principal): Promise<StoredTask> {
+    const current = await this.get(taskId, principal)
+    if (message.contextId !== undefined && message.contextId !== current.task.contextId) {
+      throw invalidParams('params.message.contextId: does not match the task\'s contextId')
+    }
+    const entry: Message = { ...message, kind: 'message', taskId, contextId: current.task.contextId }
+    // Queue first, then write the history: a run that is about to complete the task sees the message and goes on.
+    const run = this.#running.get(taskId)
+    run?.queue.push(entry)
+    let record: StoredTask
+    try {
+      record = await this.update(taskId, task => {
+        if (isTerminal(task.status.state)) {
+          throw invalidParams(`params.message.taskId: task "${taskId}" is ${task.status.state} and takes no more messages`)
+        }
+        return { ...task, history: [...task.history, entry] }
+      })
+    } catch (err) {
+      if (run !== undefined) run.queue.splice(run.queue.indexOf(entry) >>> 0, 1)
+      throw err
+    }
+    if (run === undefined) this.dispatch(record, principal)
+    return record
+  }
+
+  /** Moves a task to `canceled` and aborts its executor: -32001 unknown, -32002 when it is already terminal. */
+  async cancel (id: string, principal: Principal): Promise<StoredTask> {
+    await this.get(id, principal)
+    const record = await this.update(id, task => {
+      if (isTerminal(task.status.state)) throw taskNotCancelable(id, task.status.state)
+      return withStatus(task, 'canceled', this.#now())
+    })
+    this.#stop(id)
+    return record
+  }
+
+  /**
+   * Waits until the task settles (terminal, input_required or auth_required) at a version after `afterVersion`,
+   * or `timeoutMs` passes; returns the task as it then stands.
+   */
+  async waitSettled (record: StoredTask, timeoutMs: number): Promise<StoredTask> {
+    const taskId = record.task.id
+    const settled = await new Promise<boolean>(resolve => {
+      const timer = setTimeout(() => finish(false), timeoutMs)
+      const unsubscribe = this.bus.subscribe(taskId, event => {
+        if (event.type === 'status' && event.final && event.version > record.version) finish(true)
+      })
+      function finish (ok: boolean): void {
+        clearTimeout(timer)
+        unsubscribe()
+        resolve(ok)
+      }
+      // The task may have settled between the caller's read and this subscription.
+      this.store.get(taskId).then(now => {
+        if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(true)
+      }, () => {})
+    })
+    const latest = await this.store.get(taskId)
+    /* c8 ignore next -- a task only disappears by expiry or eviction, which needs a terminal state and a long wait */
+    if (latest === null) throw taskNotFound(taskId)
+    if (!settled) this.#log.debug({ taskId }, 'blocking wait timed out')
+    return latest
+  }
+
+  /**
+   * Applies a change with compare-and-set, retrying when another writer got there first, then publishes it.
+   * `mutate` returns the new task, or null for no change; it may throw to refuse.
+   */
+  async update (id: string, mutate: Mutation): Promise<StoredTask> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const current = await this.store.get(id)
+      if (current === null) throw new TaskNotFound(id)
+      const task = mutate(current.task, current)
+      if (task === null) return current
+      const next: StoredTask = { ...current, task, version: current.version + 1, updatedAt: this.#now() }
+      if (await this.store.replace(next)) {
+        this.#published(current, next)
+        return next
+      }
+    }
+    /* c8 ignore next -- only reachable under sustained write contention on one task */
+    throw new TaskConflict(id)
+  }
+
+  /**
+   * Waits for running executors up to `timeoutMs`, then fails what is left (CONTRACT.md §6, shutdown). Called by
+   * every plugin that must see tasks finish before it closes; they share one drain.
+   */
+  drain (timeoutMs: number): Promise<void> {
+    this.#draining ??= this.#drain(timeoutMs)
+    return this.#draining
+  }
+
+  async #drain (timeoutMs: number): Promise<void> {
+    const pending = [...this.#running.values()].map(r => r.done)
+    if (pending.length === 0) return
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      Promise.all(pending),
+      new Promise<void>(resolve => { timer = setTimeout(resolve, timeoutMs) })
+    ])
+    clearTimeout(timer)
+    for (const id of [...this.#running.keys()]) {
+      try {
+        await this.update(id, task => isTerminal(task.status.state)
+          ? null
+          : withStatus(task, 'failed', this.#now(), agentMessage(task, SHUTDOWN_MESSAGE)))
+      } catch (err) {
+        this.#log.error({ err, taskId: id }, 'could not fail a task at shutdown')
+      }
+      this.#stop(id)
+    }
+  }
+
+  #stop (id: string): void {
+    const run = this.#running.get(id)
+    if (run === undefined) return
+    run.queue.length = 0
+    run.controller.abort()
+  }
+
+  /**
+   * Tells subscribers and status listeners about a write that has happened. Their failures are logged and go no
+   * further: the write stands, and the task's run must not be failed by a listener.
+   */
+  #published (previous: StoredTask, next: StoredTask): void {
+    try {
+      this.#publish(previous, next)
+    } catch (err) {
+      this.#log.error({ err, taskId: next.task.id }, 'task event listener failed')
+    }
+    if (previous.task.status.state !== next.task.status.state) {
+      for (const listener of this.#statusListeners) {
+        try {
+          listener(next, previous.task.status.state)
+        } catch (err) {
+          this.#log.error({ err, taskId: next.task.id }, 'task status listener failed')
+        }
+      }
+    }
+  }
+
+  #publish (previous: StoredTask, next: StoredTask): void {
+    const before = previous.task
+    const after = next.task
+    if (before.status !== after.status) {
+      this.bus.publish(after.id, { type: 'status', version: next.version, task: after, final: isSettled(after.status.state) })
+    } else if (before.artifacts !== after.artifacts) {
+      const changed = after.artifacts.length > before.artifacts.length
+        ? after.artifacts[after.artifacts.length - 1]
+        : after.artifacts.find((a, i) => a !== before.artifacts[i]) as Artifact
+      const chunk = artifactChunk.get(after)
+      this.bus.publish(after.id, {
+        type: 'artifact',
+        version: next.version,
+        task: after,
+        artifact: chunk?.artifact ?? changed,
+        append: chunk?.append ?? false,
+        lastChunk: chunk?.lastChunk ?? true
+      })
+    }
+  }
+
+  async #loop (taskId: string, run: Run): Promise<void> {
+    const { signal } = run.controller
+    try {
+      for (let message = run.queue.shift(); message !== undefined; message = run.queue.shift()) {
+        const started = await this.update(taskId, task => {
+          if (task.status.state === 'in_progress' || isTerminal(task.status.state)) return null
+          return withStatus(task, 'in_progress', this.#now())
+        })
+        if (signal.aborted || isTerminal(started.task.status.state)) return
+        const state = await this.#turn(started, message, run)
+        if (isTerminal(state)) return
+        if (run.queue.length > 0) continue
+        // input_required and auth_required wait for the client's next message, in a new run.
+        if (state !== 'in_progress') return
+        await this.update(taskId, task => task.status.state === 'in_progress' && run.queue.length === 0
+          ? withStatus(task, 'completed', this.#now())
+          : null)
+      }
+    } catch (err) {
+      /* c8 ignore next 2 -- a store failure mid-run: the task cannot be written, so log it and let it go */
+      this.#log.error({ err, taskId }, 'task run failed')
+    } finally {
+      this.#running.delete(taskId)
+    }
+  }
+
+  /** One executor invocation for one message. Returns the state it left the task in. */
+  async #turn (record: StoredTask, message: Message, run: Run): Promise<TaskState> {
+    const taskId = record.task.id
+    const { signal } = run.controller
+    const turn: Turn = { resultArtifactId: undefined }
+    let state: TaskState = record.task.status.state
+    try {
+      const result = this.#executor({
+        task: record.task,
+        message,
+        signal,
+        principal: run.principal,
+        tools: this.#toolsFor(run.principal),
+        log: this.#log.child({ taskId })
+      })
+      if (isAsyncIterable(result)) {
+        for await (const event of result) {
+          if (signal.aborted) break
+          state = await this.#apply(taskId, event, turn)
+          if (isTerminal(state)) break
+        }
+      } else {
+        const value = await result
+        const events = value === undefined ? [] : Array.isArray(value) ? value : [value]
+        for (const event of events) {
+          if (signal.aborted) break
+          state = await this.#apply(taskId, event, turn)
+          if (isTerminal(state)) break
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return 'canceled'
+      this.#log.error({ err, taskId }, 'agent executor failed')
+      const failed = await this.update(taskId, task => isTerminal(task.status.state)
+        ? null
+        : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
+      return failed.task.status.state
+    }
+    if (signal.aborted) return 'canceled'
+    return state
+  }
+
+  /** Writes one executor event to the task. Returns the task's state afterwards. */
+  async #apply (taskId: string, event: ExecutorEvent, turn: Turn): Promise<TaskState> {
+    const now = this.#now()
+    const next = await this.update(taskId, task => {
+      if (isTerminal(task.status.state)) return null
+      if (typeof event === 'string') return addResultText(task, event, turn)
+      switch (event.kind) {
+        case 'artifact':
+          return addArtifact(task, event)
+        case 'message':
+          return { ...task, history: [...task.history, agentMessage(task, event.content, event.metadata)] }
+        case 'status': {
+          const message = event.message === undefined ? undefined : agentMessage(task, event.message)
+          if (event.state === task.status.state) {
+            return { ...task, status: { state: task.status.state, timestamp: new Date(now).toISOString(), message } }
+          }
+          if (!canTransition(task.status.state, event.state)) {
+            throw new IllegalTransition(taskId, task.status.state, event.state)
+          }
+          return withStatus(task, event.state, now, message)
+        }
+        default:
+          throw invalidParams(`executor event kind "${(event as { kind: unknown }).kind}" is unknown`)
+      }
+    })
+    return next.task.status.state
+  }
+}
+
+/** The chunk each artifact event carries, keyed by the snapshot it produced (A2A `artifact-update`). */
+const artifactChunk = new WeakMap<Task, { artifact: Artifact, append: boolean, lastChunk: boolean }>()
+
+function addResultText (task: Task, text: string, turn: Turn): Task {
+  const artifactId = (turn.resultArtifactId ??= randomUUID())
+  const exists = task.artifacts.some(a => a.artifactId === artifactId)
+  return addArtifact(task, exists
+    ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text }] }
+    : { kind: 'artifact', artifactId, name: RESULT_ARTIFACT_NAME, parts: [{ kind: 'text', text }] })
+}
+
+function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifact' }>): Task {
+  const index = event.artifactId === undefined ? -1 : task.artifacts.findIndex(a => a.artifactId === event.artifactId)
+  let artifacts: Artifact[]
+  let chunk: Artifact
+  if (index >= 0 && event.append === true) {
+    const old = task.artifacts[index]
+    chunk = { artifactId: old.artifactId, parts: event.parts }
+    if (old.name !== undefined) chunk.name = old.name
+    artifacts = task.artifacts.slice()
+    artifacts[index] = { ...old, parts: [...old.parts, ...event.parts] }
+  } else {
+    chunk = { artifactId: event.artifactId ?? randomUUID(), parts: event.parts }
+    if (event.name !== undefined) chunk.name = event.name
+    if (event.description !== undefined) chunk.description = event.description
+    if (event.metadata !== undefined) chunk.metadata = event.metadata
+    artifacts = task.artifacts.slice()
+    if (index >= 0) artifacts[index] = chunk
+    else artifacts.push(chunk)
+  }
+  const next = { ...task, artifacts }
+  artifactChunk.set(next, { artifact: chunk, append: index >= 0 && event.append === true, lastChunk: event.lastChunk ?? true })
+  return next
+}
+
+function withStatus (task: Task, state: TaskState, now: number, message?: Message): Task {
+  const status: Task['status'] = { state, timestamp: new Date(now).toISOString() }
+  if (message !== undefined) status.message = message
+  return { ...task, status }
+}
+
+function agentMessage (task: Task, content: MessageContent, metadata?: Record<string, unknown>): Message {
+  const message: Message = {
+    kind: 'message',
+    role: 'agent',
+    parts: typeof content === 'string' ? [{ kind: 'text', text: content }] : content,
+    messageId: randomUUID(),
+    taskId: task.id,
+    contextId: task.contextId
+  }
+  if (metadata !== undefined) message.metadata = metadata
+  return message
+}
+
+function isAsyncIterable (value: unknown): value is AsyncIterable<ExecutorEvent> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+}

@@ -1,0 +1,182 @@
+import { execFileSync } from 'node:child_process'
+import { chmod, lstat } from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import t, { type Test } from 'tap'
+import { RpcCode } from '../../../services/errors.js'
+import { listDirectory } from '../../../services/agent/list-directory.js'
+
+const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+/** A root with files, a directory, symlinks inside and out, next to a directory outside the root. */
+function tree (t: Test): { dir: string, root: string } {
+  const dir = t.testdir({
+    root: {
+      'a.txt': 'hello',
+      sub: {
+        'inner.txt': 'x',
+        deeper: {}
+      },
+      'link-in': t.fixture('symlink', 'sub'),
+      'link-file': t.fixture('symlink', 'a.txt'),
+      'link-out': t.fixture('symlink', '../outside'),
+      'link-out-file': t.fixture('symlink', '../outside/secret.txt'),
+      'link-up': t.fixture('symlink', '..'),
+      dangling: t.fixture('symlink', 'nowhere'),
+      loop: t.fixture('symlink', 'loop')
+    },
+    outside: { 'secret.txt': 'secret' },
+    'root-link': t.fixture('symlink', 'root')
+  })
+  return { dir, root: join(dir, 'root') }
+}
+
+function refusal (reason: string) {
+  return { code: RpcCode.invalidParams, message: 'Invalid params', data: `params.path: ${reason}` }
+}
+
+t.test('lists the root, sorted by name, from lstat', async t => {
+  const { root } = tree(t)
+  const listing = await listDirectory(root, '.')
+  t.equal(listing.path, '.')
+  t.same(listing.entries.map(e => [e.name, e.type]), [
+    ['a.txt', 'file'],
+    ['dangling', 'symlink'],
+    ['link-file', 'symlink'],
+    ['link-in', 'symlink'],
+    ['link-out', 'symlink'],
+    ['link-out-file', 'symlink'],
+    ['link-up', 'symlink'],
+    ['loop', 'symlink'],
+    ['sub', 'directory']
+  ])
+  const file = listing.entries[0]
+  const info = await lstat(join(root, 'a.txt'))
+  t.same(file, { name: 'a.txt', type: 'file', size: 5, modified: info.mtime.toISOString() })
+  const link = listing.entries[3]
+  t.equal(link.size, 'sub'.length, 'a symlink is not followed: its size is its own')
+  for (const entry of listing.entries) t.match(entry.modified, ISO_UTC)
+})
+
+t.test('the root may be written relative to the working directory', async t => {
+  const { root } = tree(t)
+  const listing = await listDirectory(relative(process.cwd(), root), 'sub')
+  t.same(listing.entries.map(e => e.name), ['deeper', 'inner.txt'])
+})
+
+t.test('the root may itself be a symlink', async t => {
+  const { dir } = tree(t)
+  const listing = await listDirectory(join(dir, 'root-link'), 'link-in')
+  t.equal(listing.path, 'link-in')
+  t.same(listing.entries.map(e => e.name), ['deeper', 'inner.txt'])
+})
+
+t.test('the path in the result is normalized', async t => {
+  const { root } = tree(t)
+  for (const [asked, shown] of [
+    ['', '.'], ['./', '.'], ['sub/..', '.'], ['sub/deeper/../..', '.'], ['./sub/./deeper/../..', '.'], ['sub/', 'sub'], ['./sub//deeper/', join('sub', 'deeper')],
+    ['sub/deeper/../deeper', join('sub', 'deeper')]
+  ]) {
+    t.equal((await listDirectory(root, asked)).path, shown, asked)
+  }
+  t.same((await listDirectory(root, 'sub/deeper')).entries, [])
+})
+
+t.test('a symlink to a directory inside the root is listed through', async t => {
+  const { root } = tree(t)
+  const listing = await listDirectory(root, 'link-in')
+  t.equal(listing.path, 'link-in')
+  t.same(listing.entries.map(e => [e.name, e.type]), [['deeper', 'directory'], ['inner.txt', 'file']])
+})
+
+t.test('a path through a symlink that leaves the root is refused', async t => {
+  const { root } = tree(t)
+  for (const path of ['link-out', 'link-up', 'link-up/outside', 'link-out-file']) {
+    await t.rejects(listDirectory(root, path), refusal('resolves outside the root through a symbolic link'), path)
+  }
+})
+
+t.test('a path that escapes the root through .. is refused, even where it comes back in', async t => {
+  const { root } = tree(t)
+  for (const path of ['..', '../outside', 'sub/../../outside', '../root', '../root/sub', 'sub/../..', 'sub/deeper/../../..']) {
+    await t.rejects(listDirectory(root, path), refusal('escapes the root through ..'), path)
+  }
+  // A name that merely starts with two dots is no escape.
+  await t.rejects(listDirectory(root, '..hidden'), refusal('does not exist'))
+})
+
+t.test('an absolute path is refused, even one inside the root', async t => {
+  const { root } = tree(t)
+  for (const path of ['/', '/etc', root, join(root, 'sub')]) {
+    await t.rejects(listDirectory(root, path), refusal('must be relative to the root, not absolute'), path)
+  }
+})
+
+t.test('a missing path, or one through a missing or dangling link, does not exist', async t => {
+  const { root } = tree(t)
+  for (const path of ['missing', 'sub/missing', 'dangling', 'a.txt/below']) {
+    await t.rejects(listDirectory(root, path), refusal('does not exist'), path)
+  }
+})
+
+t.test('a file, or a symlink to one, is not a directory', async t => {
+  const { root } = tree(t)
+  for (const path of ['a.txt', 'sub/inner.txt', 'link-file']) {
+    await t.rejects(listDirectory(root, path), refusal('is not a directory'), path)
+  }
+})
+
+t.test('a symlink loop, a NUL byte and an overlong name are refused', async t => {
+  const { root } = tree(t)
+  await t.rejects(listDirectory(root, 'loop'), refusal('has too many levels of symbolic links'))
+  await t.rejects(listDirectory(root, 'sub\0'), refusal('must not contain NUL bytes'))
+  await t.rejects(listDirectory(root, '\0/..'), refusal('must not contain NUL bytes'))
+  await t.rejects(listDirectory(root, 'x'.repeat(300)), refusal('is too long'))
+})
+
+t.test('a missing root is refused, naming the root', async t => {
+  const { root } = tree(t)
+  const missing = refusal('the list_directory root does not exist')
+  await t.rejects(listDirectory(join(root, 'nope'), '.'), missing)
+  await t.rejects(listDirectory(join(root, 'a.txt', 'below'), 'sub'), missing)
+})
+
+t.test('an fs error the path did not cause propagates as it is', async t => {
+  await t.rejects(listDirectory('bad\0root', '.'), { code: 'ERR_INVALID_ARG_VALUE' })
+})
+
+t.test('entries that are neither files, directories nor symlinks are other', async t => {
+  const dir = t.testdir({ 'plain.txt': '' })
+  execFileSync('mkfifo', [join(dir, 'pipe')])
+  const listing = await listDirectory(dir, '.')
+  t.same(listing.entries.map(e => [e.name, e.type]), [['pipe', 'other'], ['plain.txt', 'file']])
+})
+
+t.test('names sort in code-point order, not UTF-16 order', async t => {
+  const names = ['b', '\u{1F600}', 'a', '\uFF61', 'B', 'a0']
+  const dir = t.testdir(Object.fromEntries(names.map(n => [n, ''])))
+  const listing = await listDirectory(dir, '.')
+  // U+1F600 is 0xD83D 0xDE00 in UTF-16, which would sort it before U+FF61.
+  t.same(listing.entries.map(e => e.name), ['B', 'a', 'a0', 'b', '\uFF61', '\u{1F600}'])
+})
+
+// Root reads every directory whatever its mode, so EACCES cannot happen when the tests run as root.
+const asRoot = process.getuid?.() === 0
+t.test('a directory the server may not read is refused', {
+  skip: asRoot ? 'running as root: permissions are not enforced, EACCES cannot be provoked' : false
+}, async t => {
+  const root = t.testdir({ open: { f: '' }, locked: {} })
+  const locked = join(root, 'locked')
+  const open = join(root, 'open')
+  await chmod(locked, 0o000)
+  // Readable but not searchable: the names can be read, their lstat cannot.
+  await chmod(open, 0o444)
+  try {
+    await t.rejects(listDirectory(root, 'locked'), refusal('permission denied'))
+    await t.rejects(listDirectory(root, 'locked/inner'), refusal('permission denied'))
+    await t.rejects(listDirectory(root, 'open'), refusal('permission denied'))
+  } finally {
+    // Before t.testdir removes the tree, which it could not do through these modes.
+    await chmod(locked, 0o755)
+    await chmod(open, 0o755)
+  }
+})
