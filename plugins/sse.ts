@@ -1,0 +1,182 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { ServerResponse } from 'node:http'
+import type { JsonRpcFailure } from '../services/json-rpc/dispatch.js'
+import type { JsonRpcId } from '../services/json-rpc/registry.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Open Server-Sent Event streams: opening, heartbeats, backpressure and shutdown. */
+    a2aStreams: StreamHub
+  }
+}
+
+/** What the hub streams: a source of serialized JSON-RPC results (see services/tasks/task-stream.ts). */
+export interface EventSource {
+  attach (sink: { write (resultJson: string): boolean, end (): void }): void
+  /** Stops the source (client gone or stream cut); idempotent. */
+  close (): void
+  /** The current state, serialized, sent last when the server shuts down. */
+  snapshot (): string
+}
+
+export interface SsePluginOptions {
+  /** `server.max_streams`: open streams of this instance. */
+  maxStreams: number
+  /** `server.heartbeat_interval`, ms: a `: keep-alive` comment goes to a stream idle this long. */
+  heartbeatMs: number
+  /** A consumer that lets more than this queue up is cut off (CONTRACT.md §7: 1 MiB). */
+  maxQueuedBytes?: number
+  /** Open streams per principal (CONTRACT.md §9: 10 with security on); no limit when absent. */
+  maxPerPrincipal?: number
+  /** Awaited in `preClose` before the streams are ended: the task drain, so streams see tasks finish. */
+  beforeShutdown?: () => Promise<void>
+}
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+  connection: 'keep-alive'
+}
+
+const MAX_QUEUED_BYTES = 1024 * 1024
+const KEEP_ALIVE = ': keep-alive\n\n'
+/** How often idle streams are looked for: a keep-alive goes out at most this late. */
+const HEARTBEAT_TICK_MS = 1000
+
+interface OpenStream {
+  readonly res: ServerResponse
+  readonly owner: string
+  readonly prefix: string
+  readonly source: EventSource
+  lastWrite: number
+}
+
+/** Tracks every open stream; one timer serves the heartbeats of all. */
+export class StreamHub {
+  readonly #streams = new Set<OpenStream>()
+  readonly #perOwner = new Map<string, number>()
+  readonly #maxPerOwner: number
+  readonly #maxStreams: number
+  readonly #heartbeatMs: number
+  readonly #maxQueued: number
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (opts: SsePluginOptions) {
+    this.#maxStreams = opts.maxStreams
+    this.#heartbeatMs = opts.heartbeatMs
+    this.#maxQueued = opts.maxQueuedBytes ?? MAX_QUEUED_BYTES
+    this.#maxPerOwner = opts.maxPerPrincipal ?? Infinity
+  }
+
+  get size (): number {
+    return this.#streams.size
+  }
+
+  get full (): boolean {
+    return this.#streams.size >= this.#maxStreams
+  }
+
+  /** Whether this principal already has its most open streams. */
+  fullFor (owner: string): boolean {
+    return (this.#perOwner.get(owner) ?? 0) >= this.#maxPerOwner
+  }
+
+  /**
+   * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id.
+   * `owner` is the principal the stream counts against.
+   */
+  open (reply: FastifyReply, id: JsonRpcId, source: EventSource, owner = ''): void {
+    reply.hijack()
+    const res = reply.raw
+    res.writeHead(200, SSE_HEADERS)
+    res.flushHeaders()
+    this.#perOwner.set(owner, (this.#perOwner.get(owner) ?? 0) + 1)
+    const stream: OpenStream = { res, owner, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now() }
+    this.#streams.add(stream)
+    this.#ensureTimer()
+    // A client that goes away only ends its stream: the task goes on (CONTRACT.md §6).
+    res.once('close', () => this.#drop(stream))
+    source.attach({
+      write: json => this.#write(stream, stream.prefix + json + '}\n\n'),
+      end: () => this.#end(stream)
+    })
+  }
+
+  /** A stream of one JSON-RPC error event (bad params, unknown task), then the end (CONTRACT.md §7). */
+  error (reply: FastifyReply, response: JsonRpcFailure): void {
+    reply.hijack()
+    reply.raw.writeHead(200, SSE_HEADERS)
+    reply.raw.end(`data: ${JSON.stringify(response)}\n\n`)
+  }
+
+  /** Sends every open stream its current snapshot and ends it (shutdown). */
+  endAll (): void {
+    for (const stream of [...this.#streams]) {
+      this.#write(stream, stream.prefix + stream.source.snapshot() + '}\n\n')
+      this.#end(stream)
+    }
+  }
+
+  close (): void {
+    clearInterval(this.#timer)
+    this.#timer = undefined
+  }
+
+  #write (stream: OpenStream, chunk: string): boolean {
+    if (!this.#streams.has(stream)) return false
+    const ok = stream.res.write(chunk)
+    stream.lastWrite = Date.now()
+    if (!ok && stream.res.writableLength > this.#maxQueued) {
+      // The consumer is not reading: cut it off rather than buffer without bound. The task continues.
+      stream.res.destroy()
+      this.#drop(stream)
+      return false
+    }
+    return ok
+  }
+
+  #end (stream: OpenStream): void {
+    if (!this.#streams.has(stream)) return
+    this.#drop(stream)
+    stream.res.end()
+  }
+
+  #drop (stream: OpenStream): void {
+    if (!this.#streams.delete(stream)) return
+    const left = (this.#perOwner.get(stream.owner) as number) - 1
+    if (left === 0) this.#perOwner.delete(stream.owner)
+    else this.#perOwner.set(stream.owner, left)
+    stream.source.close()
+    if (this.#streams.size === 0) this.close()
+  }
+
+  #ensureTimer (): void {
+    if (this.#timer !== undefined) return
+    this.#timer = setInterval(() => this.#heartbeat(), Math.max(1, Math.min(this.#heartbeatMs, HEARTBEAT_TICK_MS))).unref()
+  }
+
+  #heartbeat (): void {
+    const idleSince = Date.now() - this.#heartbeatMs
+    for (const stream of this.#streams) {
+      if (stream.lastWrite <= idleSince) this.#write(stream, KEEP_ALIVE)
+    }
+  }
+}
+
+/**
+ * Server-Sent Events for the streaming methods (CONTRACT.md §7). Register it inside the route context that
+ * streams; on close, open streams get their current snapshot and are ended.
+ */
+const ssePlugin: FastifyPluginAsync<SsePluginOptions> = async (fastify, opts) => {
+  const hub = new StreamHub(opts)
+  fastify.decorate('a2aStreams', hub)
+  fastify.addHook('preClose', async () => {
+    if (opts.beforeShutdown !== undefined) await opts.beforeShutdown()
+    hub.endAll()
+    hub.close()
+  })
+}
+
+export default fp(ssePlugin, { name: 'a2a-sse', fastify: '5.x' })

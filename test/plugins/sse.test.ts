@@ -1,0 +1,109 @@
+import Fastify from 'fastify'
+import t from 'tap'
+import ssePlugin, { type EventSource } from '../../plugins/sse.js'
+import { parseSse, until } from '../helper.js'
+
+/** A hand-driven source: the test writes and ends it. */
+function manualSource () {
+  let sink: { write (json: string): boolean, end (): void } | undefined
+  let closed = 0
+  const source: EventSource = {
+    attach (s) { sink = s },
+    close () { closed++ },
+    snapshot: () => '{"snapshot":true}'
+  }
+  return {
+    source,
+    write: (json: string) => (sink as { write (json: string): boolean }).write(json),
+    end: () => sink?.end(),
+    closed: () => closed
+  }
+}
+
+async function app (t: { teardown (fn: () => unknown): void }, opts: Partial<Parameters<typeof ssePlugin>[1]> = {}) {
+  const fastify = Fastify({ logger: false })
+  const sources: Array<ReturnType<typeof manualSource>> = []
+  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000, ...opts })
+  fastify.post('/stream', async function (_request, reply) {
+    const s = manualSource()
+    sources.push(s)
+    this.a2aStreams.open(reply, 'id-1', s.source)
+    return reply
+  })
+  fastify.post('/error', async function (_request, reply) {
+    this.a2aStreams.error(reply, { jsonrpc: '2.0', id: 3, error: { code: -32001, message: 'Task not found', data: 'x' } })
+    return reply
+  })
+  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  return { fastify, url, sources }
+}
+
+t.test('the plugin writes each result as one data event carrying the request id, with the SSE headers', async t => {
+  const { fastify, url, sources } = await app(t)
+  const pending = fetch(url + '/stream', { method: 'POST' })
+  await until(() => sources.length === 1)
+  sources[0].write('{"n":1}')
+  sources[0].write('{"n":2}')
+  sources[0].end()
+  const res = await pending
+  t.equal(res.headers.get('content-type'), 'text/event-stream')
+  t.equal(res.headers.get('cache-control'), 'no-cache')
+  t.equal(res.headers.get('x-accel-buffering'), 'no')
+  const raw = await res.text()
+  t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"n":1}}\n\ndata: {"jsonrpc":"2.0","id":"id-1","result":{"n":2}}\n\n')
+  t.same(parseSse(raw).events.map(e => e.result.n), [1, 2])
+  t.equal(fastify.a2aStreams.size, 0)
+  t.equal(sources[0].closed(), 1)
+  t.equal(sources[0].write('{"late":true}'), false, 'a write after the end goes nowhere')
+})
+
+t.test('an error stream is one event and the end', async t => {
+  const { url } = await app(t)
+  const res = await fetch(url + '/error', { method: 'POST' })
+  t.equal(res.status, 200)
+  t.equal(await res.text(), 'data: {"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Task not found","data":"x"}}\n\n')
+})
+
+t.test('an idle stream gets keep-alive comments from the shared timer', async t => {
+  const { url, sources } = await app(t, { heartbeatMs: 10 })
+  const res = await fetch(url + '/stream', { method: 'POST' })
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+  const first = new TextDecoder().decode((await reader.read()).value)
+  t.equal(first, ': keep-alive\n\n')
+  sources[0].end()
+  await reader.cancel()
+})
+
+t.test('a client that goes away closes its source and leaves the hub', async t => {
+  const { fastify, url, sources } = await app(t)
+  const ac = new AbortController()
+  const res = await fetch(url + '/stream', { method: 'POST', signal: ac.signal })
+  t.equal(res.status, 200)
+  t.equal(fastify.a2aStreams.size, 1)
+  ac.abort()
+  await until(() => fastify.a2aStreams.size === 0)
+  t.equal(sources[0].closed(), 1)
+})
+
+t.test('full says when max streams are open', async t => {
+  const { fastify, url, sources } = await app(t, { maxStreams: 1 })
+  t.equal(fastify.a2aStreams.full, false)
+  const pending = fetch(url + '/stream', { method: 'POST' })
+  await until(() => sources.length === 1)
+  t.equal(fastify.a2aStreams.full, true)
+  sources[0].end()
+  await (await pending).text()
+  t.equal(fastify.a2aStreams.full, false)
+})
+
+t.test('on close, streams get the snapshot after beforeShutdown and end', async t => {
+  const order: string[] = []
+  const { fastify, url, sources } = await app(t, { beforeShutdown: async () => { order.push('drain') } })
+  const pending = fetch(url + '/stream', { method: 'POST' })
+  await until(() => sources.length === 1)
+  await fastify.close()
+  const raw = await (await pending).text()
+  t.same(order, ['drain'])
+  t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"snapshot":true}}\n\n')
+})
