@@ -1,0 +1,33 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import type { A2AConfig } from '../schemas/config.js'
+import { InvalidPluginOptions } from '../services/errors.js'
+import { MemoryPushConfigStore } from '../services/push/memory-store.js'
+import { RedisPushConfigStore } from '../services/push/redis-store.js'
+import type { PushConfigStore } from '../services/push/store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Push notification configs per task: memory, or Redis with `push_notifications.backend: kvcache`. */
+    a2aPushConfigs: PushConfigStore
+  }
+}
+
+export interface PushConfigStoreOptions {
+  config: A2AConfig
+}
+
+/** The push config store of `push_notifications.backend` (CONTRACT.md §8.1). `webhook` behaves as `memory`. */
+const pushConfigStore: FastifyPluginAsync<PushConfigStoreOptions> = async (fastify, opts) => {
+  const settings = opts.config.push_notifications
+  if (settings.backend !== 'kvcache') {
+    fastify.decorate('a2aPushConfigs', new MemoryPushConfigStore())
+    return
+  }
+  const client = fastify.a2aRedis
+  /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
+  if (client === null) throw new InvalidPluginOptions('push_notifications.backend: kvcache needs a services entry with type: cache')
+  fastify.decorate('a2aPushConfigs', new RedisPushConfigStore(client, { keyPrefix: settings.key_prefix }))
+}
+
+export default fp(pushConfigStore, { name: 'a2a-push-config-store', fastify: '5.x', dependencies: ['a2a-redis'] })

@@ -1,0 +1,40 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import type { Redis } from 'ioredis'
+import type { A2AConfig } from '../schemas/config.js'
+import { createRedisClient, quitWithin, redisService } from '../services/redis.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Redis of the first `services` entry with `type: cache` (or the client given), null without one. */
+    a2aRedis: Redis | null
+  }
+}
+
+export interface RedisPluginOptions {
+  config: A2AConfig
+  /** A client to borrow: never closed by us. */
+  redis?: Redis
+}
+
+const QUIT_TIMEOUT_MS = 2_000
+
+/**
+ * One Redis client for everything that lives in Redis (CONTRACT.md §8.1, §9 and §10): push configs, rate-limit
+ * buckets, and later tasks and events. Made from the config only when a cache service is configured; closed on
+ * close only when we made it.
+ */
+const redisPlugin: FastifyPluginAsync<RedisPluginOptions> = async (fastify, opts) => {
+  const service = redisService(opts.config)
+  const owned = opts.redis === undefined && service !== undefined
+    ? createRedisClient(service, { log: fastify.log.child({ component: 'redis' }) })
+    : undefined
+  fastify.decorate('a2aRedis', opts.redis ?? owned ?? null)
+  if (owned !== undefined) {
+    fastify.addHook('onClose', async () => {
+      await quitWithin(owned, QUIT_TIMEOUT_MS, fastify.log)
+    })
+  }
+}
+
+export default fp(redisPlugin, { name: 'a2a-redis', fastify: '5.x' })

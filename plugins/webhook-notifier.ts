@@ -1,0 +1,61 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import type { A2AConfig } from '../schemas/config.js'
+import { WebhookNotifier } from '../services/push/notifier.js'
+import { PushService } from '../services/push/service.js'
+import { createUrlPolicy, type UrlPolicy } from '../services/push/url-policy.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Delivers task state changes to the task's webhooks. */
+    a2aNotifier: WebhookNotifier
+    /** The rules of the push config methods over the store. */
+    a2aPush: PushService
+  }
+}
+
+export interface WebhookNotifierOptions {
+  config: A2AConfig
+  /** For tests: resolves webhook host names (the DNS-rebinding guard sees what it returns). */
+  resolve?: (hostname: string) => Promise<Array<{ address: string, family: number }>>
+}
+
+/**
+ * The webhook notifier (CONTRACT.md §8.3): every state change of a task goes to each of its push configs. On close
+ * it waits for queued deliveries up to `server.shutdown_timeout`, after the task drain.
+ */
+const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fastify, opts) => {
+  const { config } = opts
+  const settings = config.push_notifications
+  const policy: UrlPolicy = createUrlPolicy({
+    validateUrls: settings.validate_urls,
+    requireHttps: settings.config.require_https,
+    allowedDomains: settings.config.allowed_domains,
+    allowedNetworks: settings.config.allowed_networks,
+    resolve: opts.resolve
+  })
+  const notifier = new WebhookNotifier({
+    store: fastify.a2aPushConfigs,
+    policy,
+    log: fastify.log.child({ component: 'webhook-notifier' }),
+    dialect: config.protocol.dialect,
+    timeoutSeconds: settings.config.timeout,
+    maxRetries: settings.config.max_retries,
+    retryDelaySeconds: settings.config.retry_delay,
+    defaultHeaders: settings.config.default_headers,
+    signingSecret: settings.config.signing_secret,
+    maxInFlight: settings.config.max_in_flight
+  })
+  fastify.decorate('a2aNotifier', notifier)
+  fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))
+  fastify.a2aTasks.onStatusChange(record => notifier.notify(record))
+  fastify.addHook('onClose', async () => {
+    await notifier.close(config.server.shutdown_timeout * 1000)
+  })
+}
+
+export default fp(webhookNotifier, {
+  name: 'a2a-webhook-notifier',
+  fastify: '5.x',
+  dependencies: ['a2a-tasks', 'a2a-push-config-store']
+})

@@ -1,0 +1,307 @@
+import { randomUUID } from 'node:crypto'
+import http from 'node:http'
+import https from 'node:https'
+import got, { type Got } from 'got'
+import type { Logger } from '../logger.js'
+import type { StoredTask } from '../tasks/store.js'
+import { presentTask, type Dialect } from '../tasks/states.js'
+import { VERSION } from '../version.js'
+import { signatureHeaders, signingKey } from './signing.js'
+import type { PushConfigStore, StoredPushConfig } from './store.js'
+import type { UrlPolicy } from './url-policy.js'
+
+export interface NotifierOptions {
+  store: PushConfigStore
+  policy: UrlPolicy
+  log: Logger
+  dialect: Dialect
+  /** `push_notifications.config.timeout`, seconds per attempt. */
+  timeoutSeconds: number
+  /** Retries after the first attempt. */
+  maxRetries: number
+  /** Seconds before the first retry; doubled each retry, ±20% jitter. */
+  retryDelaySeconds: number
+  defaultHeaders: Record<string, string>
+  /** Standard Webhooks secret; empty: deliveries are not signed. */
+  signingSecret: string
+  /** Deliveries in flight at once; the rest wait in line. */
+  maxInFlight: number
+  /** For tests: jitter source in [0, 1). */
+  random?: () => number
+}
+
+/** How a delivery attempt ended. */
+export type AttemptOutcome = 'delivered' | 'retry' | 'final' | 'gone'
+
+/** CONTRACT.md §8.3: a response body is read to at most this much. */
+const MAX_BODY_BYTES = 64 * 1024
+/** A `Retry-After` above this is not honoured; the schedule applies. */
+const MAX_RETRY_AFTER_S = 60
+const JITTER = 0.2
+export const USER_AGENT = `fastify-a2a-notifier/${VERSION}`
+
+/** Headers a config and the notifier set; `default_headers` cannot override them (CONTRACT.md §8.3). */
+const RESERVED = new Set([
+  'content-type', 'user-agent', 'x-a2a-notification-token', 'authorization', 'x-api-key',
+  'webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-length', 'host'
+])
+
+interface Delivery {
+  readonly taskId: string
+  readonly config: StoredPushConfig
+  readonly body: string
+  readonly state: string
+  /** Stable across the retries of this delivery (`webhook-id`). */
+  readonly id: string
+}
+
+/**
+ * Delivers every state change of a task to each of its push configs (CONTRACT.md §8.3): in order per (task,
+ * config), with retries on its own schedule, signed when a secret is set. Fully detached: `notify` returns at once
+ * and nothing a webhook does reaches the caller or the agent.
+ */
+export class WebhookNotifier {
+  readonly #opts: NotifierOptions
+  readonly #client: Got
+  readonly #key: Buffer | undefined
+  readonly #defaultHeaders: Record<string, string>
+  readonly #log: Logger
+  readonly #random: () => number
+  /** One promise chain per task: keeps the order in which configs are read and deliveries queued. */
+  readonly #taskChains = new Map<string, Promise<void>>()
+  /** One promise chain per (task, config): each state is sent after the previous one settled. */
+  readonly #chains = new Map<string, Promise<void>>()
+  readonly #timers = new Set<NodeJS.Timeout>()
+  /** (task, config) keys that answered 410: what is still queued for them is dropped. */
+  readonly #gone = new Set<string>()
+  readonly #waiting: Array<() => void> = []
+  readonly #agents: { http: http.Agent, https: https.Agent }
+  #inFlight = 0
+  #closed = false
+
+  constructor (opts: NotifierOptions) {
+    this.#opts = opts
+    this.#log = opts.log
+    this.#random = opts.random ?? Math.random
+    this.#key = opts.signingSecret === '' ? undefined : signingKey(opts.signingSecret)
+    this.#defaultHeaders = Object.fromEntries(Object.entries(opts.defaultHeaders)
+      .filter(([name]) => !RESERVED.has(name.toLowerCase())))
+    this.#agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
+    this.#client = got.extend({
+      retry: { limit: 0 },
+      followRedirect: false,
+      throwHttpErrors: false,
+      timeout: { request: opts.timeoutSeconds * 1000 },
+      // Every name is resolved through the policy: an address it refuses is never connected to (DNS rebinding).
+      dnsLookup: opts.policy.lookup,
+      agent: this.#agents
+    })
+  }
+
+  /** Deliveries started or waiting (for tests and metrics). */
+  get pending (): number {
+    return this.#chains.size
+  }
+
+  /** Queues the task's current state for every config it has. Never throws, never waits. */
+  notify (record: StoredTask): void {
+    if (this.#closed) return
+    const { task } = record
+    const body = JSON.stringify(presentTask(task, this.#opts.dialect))
+    const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
+    const next = previous.then(async () => {
+      let configs: StoredPushConfig[]
+      try {
+        configs = await this.#opts.store.list(task.id)
+      } catch (err) {
+        this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'push configs could not be read')
+        return
+      }
+      for (const config of configs) {
+        this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${randomUUID()}` })
+      }
+    })
+    this.#taskChains.set(task.id, next)
+    next.finally(() => {
+      if (this.#taskChains.get(task.id) === next) this.#taskChains.delete(task.id)
+    })
+  }
+
+  /** Waits for queued deliveries up to `timeoutMs`, then abandons the rest (memory backend: they are lost). */
+  async close (timeoutMs: number): Promise<void> {
+    const all = Promise.all([...this.#taskChains.values(), ...this.#chains.values()])
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([all, new Promise<void>(resolve => { timer = setTimeout(resolve, timeoutMs) })])
+    clearTimeout(timer)
+    this.#closed = true
+    for (const t of this.#timers) clearTimeout(t)
+    this.#timers.clear()
+    for (const wake of this.#waiting.splice(0)) wake()
+    this.#agents.http.destroy()
+    this.#agents.https.destroy()
+  }
+
+  #enqueue (delivery: Delivery): void {
+    const key = `${delivery.taskId}\n${delivery.config.id}`
+    const previous = this.#chains.get(key) ?? Promise.resolve()
+    const next = previous.then(() => this.#gone.has(key) ? undefined : this.#deliver(delivery, key))
+    this.#chains.set(key, next)
+    next.finally(() => {
+      if (this.#chains.get(key) !== next) return
+      this.#chains.delete(key)
+      this.#gone.delete(key)
+    })
+  }
+
+  /** One delivery: attempts until success, a final failure, or retries run out. */
+  async #deliver (delivery: Delivery, key: string): Promise<void> {
+    const { taskId, config } = delivery
+    const checked = this.#opts.policy.checkUrl(config.url)
+    if (!checked.ok) {
+      this.#log.warn({ taskId, configId: config.id, reason: checked.reason }, 'webhook url refused at delivery')
+      return
+    }
+    const host = checked.url.host
+    for (let attempt = 1; attempt <= this.#opts.maxRetries + 1 && !this.#closed; attempt++) {
+      const result = await this.#attempt(delivery, checked.url)
+      if (result.outcome === 'delivered') {
+        this.#log.debug({ taskId, configId: config.id, host, attempt, status: result.status }, 'webhook delivered')
+        return
+      }
+      const fields = { taskId, configId: config.id, host, attempt, state: delivery.state, status: result.status, code: result.code }
+      if (result.outcome === 'gone') {
+        this.#gone.add(key)
+        this.#log.warn(fields, 'webhook gone: push config removed')
+        await this.#opts.store.remove(taskId, config.id).catch(err => {
+          this.#log.warn({ err, taskId, configId: config.id }, 'push config could not be removed')
+        })
+        return
+      }
+      if (result.outcome === 'final' || attempt > this.#opts.maxRetries) {
+        this.#log.warn(fields, 'webhook delivery failed')
+        return
+      }
+      this.#log.warn(fields, 'webhook delivery failed, will retry')
+      await this.#sleep(this.#delay(attempt, result.retryAfter))
+    }
+  }
+
+  /** The wait before retry number `attempt`: Retry-After when sane, else retry_delay × 2^(attempt-1) ± 20%. */
+  #delay (attempt: number, retryAfter: number | undefined): number {
+    if (retryAfter !== undefined) return retryAfter * 1000
+    const base = this.#opts.retryDelaySeconds * 1000 * 2 ** (attempt - 1)
+    return Math.round(base * (1 - JITTER + 2 * JITTER * this.#random()))
+  }
+
+  #sleep (ms: number): Promise<void> {
+    return new Promise(resolve => {
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer)
+        resolve()
+      }, ms)
+      this.#timers.add(timer)
+    })
+  }
+
+  /** Waits for a free delivery slot; false when the notifier closed meanwhile. */
+  async #slot (): Promise<boolean> {
+    while (this.#inFlight >= this.#opts.maxInFlight && !this.#closed) {
+      await new Promise<void>(resolve => this.#waiting.push(resolve))
+    }
+    if (this.#closed) return false
+    this.#inFlight++
+    return true
+  }
+
+  #release (): void {
+    this.#inFlight--
+    this.#waiting.shift()?.()
+  }
+
+  async #attempt (delivery: Delivery, url: URL): Promise<{ outcome: AttemptOutcome, status?: number, code?: string, retryAfter?: number }> {
+    if (!await this.#slot()) return { outcome: 'final', code: 'A2A_ERR_CLOSED' }
+    try {
+      const response = await this.#post(url, this.#headers(delivery), delivery.body)
+      const status = response.status
+      if (status >= 200 && status < 300) return { outcome: 'delivered', status }
+      if (status === 410) return { outcome: 'gone', status }
+      if (status === 408 || status === 429 || status >= 500) {
+        return { outcome: 'retry', status, retryAfter: parseRetryAfter(response.retryAfter) }
+      }
+      // 3xx (redirects are not followed) and every other 4xx are final.
+      return { outcome: 'final', status }
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? 'ERROR'
+      // An address the policy refuses is final: retrying cannot make it safe.
+      if (code === 'A2A_ERR_UNSAFE_ADDRESS') return { outcome: 'final', code }
+      return { outcome: 'retry', code }
+    } finally {
+      this.#release()
+    }
+  }
+
+  #headers (delivery: Delivery): Record<string, string> {
+    const { config } = delivery
+    const headers: Record<string, string> = {
+      ...this.#defaultHeaders,
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT
+    }
+    if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
+    const credentials = config.authentication?.credentials
+    if (credentials !== undefined && credentials !== '') {
+      const schemes = (config.authentication?.schemes ?? []).map(s => s.toLowerCase())
+      if (schemes.includes('bearer')) headers.authorization = `Bearer ${credentials}`
+      else if (schemes.includes('apikey')) headers['x-api-key'] = credentials
+    }
+    if (this.#key !== undefined) {
+      Object.assign(headers, signatureHeaders(this.#key, delivery.id, Math.floor(Date.now() / 1000), delivery.body))
+    }
+    return headers
+  }
+
+  /** One POST; reads at most 64 KiB of the answer and drops the rest. */
+  #post (url: URL, headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter?: string }> {
+    return new Promise((resolve, reject) => {
+      const stream = this.#client.stream.post(url, { headers, body })
+      let status = 0
+      let retryAfter: string | undefined
+      let read = 0
+      let settled = false
+      const done = (err?: Error) => {
+        if (settled) return
+        settled = true
+        if (err !== undefined && status === 0) reject(err)
+        else resolve({ status, retryAfter })
+      }
+      stream.on('response', (res: http.IncomingMessage) => {
+        status = res.statusCode ?? 0
+        const header = res.headers['retry-after']
+        retryAfter = Array.isArray(header) ? header[0] : header
+      })
+      stream.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read > MAX_BODY_BYTES) {
+          stream.destroy()
+          done()
+        }
+      })
+      stream.on('end', () => done())
+      stream.on('error', (err: Error) => done(err))
+      stream.resume()
+    })
+  }
+}
+
+/** `Retry-After` in seconds or as an HTTP date; undefined when absent, invalid or over 60 s. */
+export function parseRetryAfter (value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  let seconds: number
+  if (/^\d+$/.test(value.trim())) seconds = Number(value.trim())
+  else {
+    const at = Date.parse(value)
+    if (Number.isNaN(at)) return undefined
+    seconds = Math.max(0, Math.ceil((at - now) / 1000))
+  }
+  return seconds <= MAX_RETRY_AFTER_S ? seconds : undefined
+}

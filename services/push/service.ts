@@ -1,0 +1,90 @@
+import type { PushNotificationConfig, TaskPushNotificationConfig } from '../../schemas/push-config.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../errors.js'
+import type { PushConfigStore, StoredPushConfig } from './store.js'
+import type { UrlPolicy } from './url-policy.js'
+
+/** CONTRACT.md §5: at most this many push configs per task. */
+export const MAX_CONFIGS_PER_TASK = 10
+
+/** The authentication schemes a delivery can carry (the seed: `Bearer`, `ApiKey`), matched without case. */
+const SCHEMES = new Set(['bearer', 'apikey'])
+
+export interface PushServiceOptions {
+  store: PushConfigStore
+  policy: UrlPolicy
+  /** `tasks.ttl`: stored configs expire this long after their last change (Redis). */
+  ttlSeconds: number
+}
+
+/**
+ * The rules of the push config methods (CONTRACT.md §5 and §8.2) over a store: URL policy at `set`, the per-task
+ * cap, unknown configs as -32001, and results that never carry credentials.
+ */
+export class PushService {
+  readonly store: PushConfigStore
+  readonly #policy: UrlPolicy
+  readonly #ttlSeconds: number
+
+  constructor (opts: PushServiceOptions) {
+    this.store = opts.store
+    this.#policy = opts.policy
+    this.#ttlSeconds = opts.ttlSeconds
+  }
+
+  /** Throws -32602 with the reason when a config may not be stored. `field` is its params path. */
+  check (config: PushNotificationConfig, field: string): void {
+    const url = this.#policy.checkUrl(config.url)
+    if (!url.ok) throw invalidParams(`${field}.${url.reason}`)
+    const schemes = config.authentication?.schemes
+    if (schemes !== undefined) {
+      const unknown = schemes.filter(s => !SCHEMES.has(s.toLowerCase()))
+      if (unknown.length > 0) {
+        throw invalidParams(`${field}.authentication.schemes: ${unknown.join(', ')} not supported (use Bearer or ApiKey)`)
+      }
+    }
+  }
+
+  /** Stores a config (already checked) and answers as `set` does. */
+  async set (taskId: string, config: PushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    try {
+      const { config: stored } = await this.store.put(taskId, config, { maxPerTask: MAX_CONFIGS_PER_TASK, ttlSeconds: this.#ttlSeconds })
+      return present(taskId, stored)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'A2A_ERR_PUSH_CONFIG_LIMIT') {
+        throw invalidParams(`params.pushNotificationConfig: a task has at most ${MAX_CONFIGS_PER_TASK} push configs`)
+      }
+      throw err
+    }
+  }
+
+  /** The config with that id, or the most recently set one; -32001 when there is none. */
+  async get (taskId: string, configId?: string): Promise<TaskPushNotificationConfig> {
+    const stored = configId === undefined ? await this.store.latest(taskId) : await this.store.get(taskId, configId)
+    if (stored === null) throw configNotFound(taskId, configId)
+    return present(taskId, stored)
+  }
+
+  async list (taskId: string): Promise<TaskPushNotificationConfig[]> {
+    return (await this.store.list(taskId)).map(config => present(taskId, config))
+  }
+
+  async remove (taskId: string, configId: string): Promise<null> {
+    if (!await this.store.remove(taskId, configId)) throw configNotFound(taskId, configId)
+    return null
+  }
+}
+
+/** A config as results show it: credentials are never returned (CONTRACT.md §5). */
+function present (taskId: string, config: StoredPushConfig): TaskPushNotificationConfig {
+  const out: PushNotificationConfig = { id: config.id, url: config.url }
+  if (config.token !== undefined) out.token = config.token
+  if (config.authentication !== undefined) out.authentication = { schemes: [...config.authentication.schemes] }
+  return { taskId, pushNotificationConfig: out }
+}
+
+function configNotFound (taskId: string, configId?: string): JsonRpcError {
+  const data = configId === undefined
+    ? `task "${taskId}" has no push notification config`
+    : `push notification config "${configId}" was not found for task "${taskId}"`
+  return new JsonRpcError(RpcCode.taskNotFound, 'Task not found', data)
+}

@@ -1,0 +1,86 @@
+import { Redis } from 'ioredis'
+import type { A2AConfig, CacheService } from '../schemas/config.js'
+import type { Logger } from './logger.js'
+
+export interface RedisClientOptions {
+  /** How long one connection attempt may take, in ms. Default 2000. */
+  connectTimeoutMs?: number
+  /**
+   * How long a command may wait for its reply, in ms, counted from when it is issued (so time spent queued while
+   * disconnected counts too). Default 2000: with a 1 s reconnect delay, a request fails within CONTRACT.md §8.1's 3 s.
+   */
+  commandTimeoutMs?: number
+  /** Gets one warning per outage (and a note when it ends). Without it, connection errors are left to the owner. */
+  log?: Logger
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
+const DEFAULT_COMMAND_TIMEOUT_MS = 2_000
+const RECONNECT_STEP_MS = 100
+const MAX_RECONNECT_DELAY_MS = 1_000
+
+/**
+ * An ioredis client for a `type: cache` service (CONTRACT.md §8.1 and §10). It connects at once and reconnects
+ * forever, backing off by 100 ms steps up to 1 s. Commands issued while it is down wait in ioredis' offline queue,
+ * bounded by `commandTimeoutMs`, so a stalled or absent Redis fails a request instead of hanging it.
+ *
+ * - db: `service.db`. A `/N` path in `service.url` wins when present, as ioredis reads it (the config template
+ *   documents "a path /N picks the db", and the loader already copies REDIS_URL's path into `db`).
+ * - `retry_on_timeout`: ioredis has no such option, and never re-sends a command that hit `commandTimeout`. We map it
+ *   to what ioredis can do: when true, a command caught by a dropped connection is re-sent once after reconnecting
+ *   (`maxRetriesPerRequest: 1`, `autoResendUnfulfilledCommands: true`), still within its `commandTimeoutMs`; when
+ *   false, it fails at the first disconnect (`maxRetriesPerRequest: 0`, no re-send). The push-config upsert is safe
+ *   to re-send: a second run finds its own config again by id or url, and replaces it.
+ * - `max_connections` is not used: an ioredis client is one pipelined connection shared by every request.
+ */
+export function createRedisClient (service: CacheService, opts: RedisClientOptions = {}): Redis {
+  const client = new Redis(service.url, {
+    db: service.db,
+    lazyConnect: false,
+    enableOfflineQueue: true,
+    connectTimeout: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    commandTimeout: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    maxRetriesPerRequest: service.retry_on_timeout ? 1 : 0,
+    autoResendUnfulfilledCommands: service.retry_on_timeout,
+    retryStrategy: attempt => Math.min(attempt * RECONNECT_STEP_MS, MAX_RECONNECT_DELAY_MS)
+  })
+
+  // A listener is always attached: without one, ioredis prints every failed reconnect attempt to stderr.
+  // Callers see outages as StorageUnavailable from the stores and as 503 from `/ready`.
+  let down = false
+  client.on('error', (err: Error) => {
+    if (down) return
+    down = true
+    opts.log?.warn({ err }, 'redis connection lost')
+  })
+  client.on('ready', () => {
+    if (!down) return
+    down = false
+    opts.log?.info('redis connection restored')
+  })
+  return client
+}
+
+/**
+ * Closes a client we own: QUIT (pending replies arrive first), and when that takes longer than `ms` (Redis stalled,
+ * or unreachable with commands queued), destroys the socket; queued commands then fail at once. Never throws.
+ */
+export async function quitWithin (client: Redis, ms: number, log?: Logger): Promise<void> {
+  if (client.status === 'end') return
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<boolean>(resolve => { timer = setTimeout(resolve, ms, true) })
+  const quit = client.quit().then(() => false, () => false)
+  const timedOut = await Promise.race([quit, expired])
+  clearTimeout(timer)
+  client.disconnect()
+  if (timedOut) {
+    // disconnect() only half-closes the socket: a stalled server would keep it (and the queued commands) alive.
+    client.stream?.destroy()
+    log?.warn({ timeoutMs: ms }, 'redis did not quit in time: disconnecting')
+  }
+}
+
+/** The first `services` entry with `type: cache`: the Redis of the kvcache backends (CONTRACT.md §8.1). */
+export function redisService (config: A2AConfig): CacheService | undefined {
+  return Object.values(config.services).find(service => service.type === 'cache')
+}

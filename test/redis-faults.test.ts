@@ -1,0 +1,43 @@
+import t from 'tap'
+import { build, call, privateRedis, until, userMessage } from './helper.js'
+
+t.test('a stalled Redis fails requests with 503 -32603 instead of hanging; /ready says so; all recovers', async t => {
+  const redis = await privateRedis(t)
+  const app = await build(t, {
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      push_notifications: { backend: 'kvcache' }
+    }
+  })
+  const task = (await call(app, 'message/send', { message: userMessage('x') })).body.result
+  const set = (id: string) => app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id, method: 'tasks/pushNotificationConfig/set', params: { taskId: task.id, pushNotificationConfig: { url: 'https://hooks.example.com/' } } } })
+  t.equal((await set('before')).statusCode, 200)
+
+  redis.stop()
+  const stalled = await set('stalled')
+  t.equal(stalled.statusCode, 503)
+  t.same(stalled.json(), { jsonrpc: '2.0', id: 'stalled', error: { code: -32603, message: 'Internal error', data: 'storage unavailable' } })
+  t.equal((await app.inject('/ready')).statusCode, 503)
+  t.equal((await app.inject('/health')).statusCode, 200, '/health stays 200')
+
+  redis.resume()
+  await until(async () => (await app.inject('/ready')).statusCode === 200)
+  t.equal((await set('after')).statusCode, 200)
+})
+
+t.test('a Redis that restarts empty: memory tasks are unaffected, kvcache data is gone with a clear error', async t => {
+  const redis = await privateRedis(t)
+  const app = await build(t, {
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      push_notifications: { backend: 'kvcache' }
+    }
+  })
+  const task = (await call(app, 'message/send', { message: userMessage('x') })).body.result
+  await call(app, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://hooks.example.com/' } })
+  await redis.restart()
+  await until(async () => (await app.inject('/ready')).statusCode === 200)
+  t.equal((await call(app, 'tasks/get', { id: task.id })).body.result.status.state, 'completed')
+  const got = await call(app, 'tasks/pushNotificationConfig/get', { id: task.id })
+  t.same(got.body.error, { code: -32001, message: 'Task not found', data: `task "${task.id}" has no push notification config` })
+})
