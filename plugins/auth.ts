@@ -1,0 +1,149 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import rateLimit from '@fastify/rate-limit'
+import type { A2AConfig } from '../schemas/config.js'
+import { ANONYMOUS, type Principal } from '../services/auth/principal.js'
+import { CredentialVerifier } from '../services/auth/credentials.js'
+import { IntrospectionClient } from '../services/auth/introspection.js'
+import type { FailureWindows, TokenBuckets } from '../services/auth/limits.js'
+import { JsonRpcError, RpcCode, unauthenticated } from '../services/errors.js'
+import type { Logger } from '../services/logger.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The onRequest hook that authenticates a caller and sets `request.a2aPrincipal` (CONTRACT.md §9). */
+    a2aAuthenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** The audit logger: one line per authentication success or failure and per scope denial. */
+    a2aAudit: Logger
+  }
+  interface FastifyRequest {
+    /** Who is calling; set by `a2aAuthenticate` before any handler runs. */
+    a2aPrincipal: Principal | null
+  }
+}
+
+export interface AuthPluginOptions {
+  config: A2AConfig
+  /** Per-principal request buckets; none when rate limiting is off. */
+  buckets?: TokenBuckets
+  /** Failed authentications per client IP. */
+  failures: FailureWindows
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+/** 429 with Retry-After in whole seconds, at least 1 (CONTRACT.md §9). */
+export function rateLimited (retryAfterMs: number, data: string): JsonRpcError {
+  const seconds = String(Math.max(1, Math.ceil(retryAfterMs / 1000)))
+  return new JsonRpcError(RpcCode.rateLimited, 'Rate limited', data, 429, { 'retry-after': seconds })
+}
+
+/**
+ * Authentication for the JSON-RPC route context (never a global hook). Credentials are tried in the contract's
+ * order: `X-API-Key`, then `Authorization: Bearer` against the static bearer tokens, the API keys, and OAuth2
+ * introspection. Failures are limited per client IP before any credential is checked; requests per principal go
+ * through a token bucket (@fastify/rate-limit with a token-bucket store).
+ */
+const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) => {
+  const security = opts.config.security
+  const audit = fastify.log.child({ audit: true })
+  fastify.decorate('a2aAudit', audit)
+  fastify.decorateRequest('a2aPrincipal', null)
+
+  if (!security.enabled) {
+    fastify.decorate('a2aAuthenticate', async function (request: FastifyRequest) {
+      request.a2aPrincipal = ANONYMOUS
+    })
+    return
+  }
+
+  const verifier = new CredentialVerifier(security)
+  const oauth2 = security.auth.oauth2
+  const introspection = oauth2 === undefined
+    ? undefined
+    : new IntrospectionClient({
+      endpoint: oauth2.introspection_endpoint,
+      clientId: oauth2.client_id,
+      clientSecret: oauth2.client_secret,
+      requiredScopes: oauth2.required_scopes,
+      cacheTtlSeconds: oauth2.cache_ttl,
+      timeoutSeconds: oauth2.timeout,
+      hierarchy: security.scope_hierarchy
+    }, fastify.log.child({ component: 'introspection' }))
+  const apiKeyHeader = security.auth.api_key.header.toLowerCase()
+  const { failures } = opts
+
+  async function refuse (request: FastifyRequest, scheme: string, reason: string, sent: boolean): Promise<never> {
+    await failures.fail(request.ip)
+    audit.warn({ principal: null, scheme, method: null, outcome: 'failure', reason, ip: request.ip }, 'auth failure')
+    throw unauthenticated(reason, sent)
+  }
+
+  async function authenticate (request: FastifyRequest): Promise<void> {
+    const apiKey = request.headers[apiKeyHeader]
+    const authorization = request.headers.authorization
+    const sent = apiKey !== undefined || authorization !== undefined
+    if (sent) {
+      // A flood of bad credentials from one IP is cut off before any of them is checked or introspected.
+      const wait = await failures.blocked(request.ip)
+      if (wait > 0) {
+        audit.warn({ principal: null, scheme: null, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
+        throw rateLimited(wait, 'too many failed authentications from this address')
+      }
+    }
+    let principal: Principal | null = null
+    let scheme = 'none'
+    if (typeof apiKey === 'string') {
+      scheme = 'api_key'
+      principal = verifier.apiKey(apiKey)
+    }
+    if (principal === null && typeof authorization === 'string') {
+      const token = BEARER.exec(authorization)?.[1]
+      if (token === undefined) return refuse(request, 'bearer', 'the Authorization header is not a Bearer token', true)
+      scheme = 'bearer'
+      principal = verifier.bearer(token) ?? verifier.apiKey(token)
+      if (principal === null && introspection !== undefined) {
+        scheme = 'oauth2'
+        const result = await introspection.introspect(token)
+        if (!result.ok) return refuse(request, scheme, result.reason, true)
+        principal = result.principal
+      }
+    }
+    if (principal === null) {
+      return refuse(request, scheme, sent ? 'invalid credentials' : 'credentials required', sent)
+    }
+    request.a2aPrincipal = principal
+  }
+
+  fastify.decorate('a2aAuthenticate', async function (request: FastifyRequest) {
+    await authenticate(request)
+  })
+
+  if (opts.buckets !== undefined) {
+    const buckets = opts.buckets
+    const burst = security.rate_limit.burst
+    // @fastify/rate-limit counts `current` against `max`; a token bucket answers with what is left.
+    class TokenBucketStore {
+      incr (key: string, cb: (err: Error | null, res?: { current: number, ttl: number }) => void): void {
+        buckets.take(key).then(r => cb(null, r.allowed
+          ? { current: burst - r.remaining, ttl: 0 }
+          : { current: burst + 1, ttl: Math.max(1000, r.retryAfterMs) }), cb)
+      }
+
+      /* c8 ignore next 3 -- @fastify/rate-limit calls it only for a route with its own rateLimit config, which the JSON-RPC route has not */
+      child (): this {
+        return this
+      }
+    }
+    await fastify.register(rateLimit, {
+      global: true,
+      max: burst,
+      timeWindow: 60_000,
+      store: TokenBucketStore,
+      keyGenerator: request => `p:${(request.a2aPrincipal as Principal).id}`,
+      errorResponseBuilder: (_request, ctx) => rateLimited(ctx.ttl, 'too many requests for this principal')
+    })
+  }
+}
+
+export default fp(authPlugin, { name: 'a2a-auth', fastify: '5.x' })
