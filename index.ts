@@ -1,0 +1,137 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import type { A2AConfig, A2AConfigInput } from './schemas/config.js'
+import type { AgentExecutor } from './services/agent/executor.js'
+import { loadExecutor } from './services/agent/load.js'
+import { validateConfig } from './services/config/load.js'
+import {
+  MemoryFailureWindows, MemoryTokenBuckets, RedisFailureWindows, RedisTokenBuckets, type FailureWindows, type TokenBuckets
+} from './services/auth/limits.js'
+import { InvalidPluginOptions } from './services/errors.js'
+import type { Redis } from 'ioredis'
+import methodsPlugin from './plugins/methods.js'
+import pushConfigStore from './plugins/push-config-store.js'
+import redisPlugin from './plugins/redis.js'
+import webhookNotifier from './plugins/webhook-notifier.js'
+import ssePlugin from './plugins/sse.js'
+import tasksPlugin from './plugins/tasks.js'
+import jsonRpcRoutes from './routes/json-rpc.js'
+import wellKnownRoutes from './routes/well-known.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The validated configuration this agent runs with. */
+    a2aConfig: A2AConfig
+  }
+}
+
+/** Redis keys of the shared rate-limit state. */
+const RATE_PREFIX = 'a2a:rate:'
+
+export interface A2AOptions {
+  /** Where the agent's routes live in the host app. Default `/`. */
+  prefix?: string
+  /** The configuration (CONTRACT.md §2): any part of it; the rest takes its defaults. Validated at register time. */
+  config?: A2AConfigInput
+  /** The agent. Default: `agent.executor` from the config (the built-in agent). */
+  executor?: AgentExecutor
+  /** Directory that relative paths in the config are resolved against (`agent.executor`). Default `process.cwd()`. */
+  cwd?: string
+  /** A Redis client for the kvcache backends, borrowed (never closed by the plugin) instead of one from `services`. */
+  redis?: Redis
+  /**
+   * Resolves webhook host names instead of DNS (tests, custom resolvers). What it returns still passes the
+   * private-address check at connect time.
+   */
+  resolveWebhookHost?: (hostname: string) => Promise<Array<{ address: string, family: number }>>
+}
+
+/**
+ * The A2A agent as a Fastify plugin: `app.register(a2a, { prefix: '/agent', config, executor })`. Everything it
+ * adds lives under the prefix; the host's routes, hooks and error handler are left alone.
+ */
+const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
+  if (fastify.hasDecorator('a2aTasks')) {
+    throw new InvalidPluginOptions('fastify-a2a is already registered in this context; register each agent in its own encapsulated context')
+  }
+  const config = validateConfig(opts.config ?? {})
+  const prefix = normalizePrefix(opts.prefix ?? '/')
+  const executor = opts.executor ?? await loadExecutor(config.agent.executor, {
+    cwd: opts.cwd ?? process.cwd(),
+    delayMs: config.agent.delay_ms
+  })
+  if (typeof executor !== 'function') throw new InvalidPluginOptions('executor: must be a function')
+
+  fastify.decorate('a2aConfig', config)
+  await fastify.register(redisPlugin, { config, redis: opts.redis })
+  await fastify.register(tasksPlugin, { config, executor })
+  const push = config.push_notifications.enabled
+  if (push) {
+    await fastify.register(pushConfigStore, { config })
+    await fastify.register(webhookNotifier, { config, resolve: opts.resolveWebhookHost })
+  }
+  await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
+  await fastify.register(ssePlugin, {
+    maxStreams: config.server.max_streams,
+    maxPerPrincipal: config.security.enabled ? config.security.rate_limit.max_streams_per_principal : undefined,
+    heartbeatMs: config.server.heartbeat_interval * 1000,
+    // Streams wait for the task drain at shutdown, so they see their tasks finish.
+    beforeShutdown: () => fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
+  })
+
+  const routePrefix = prefix === '/' ? '' : prefix
+  // fp drops `prefix` on this outer plugin, so the encapsulated route plugins get it.
+  await fastify.register(jsonRpcRoutes, {
+    prefix: routePrefix,
+    bodyLimit: config.server.max_request_size,
+    auth: { config, ...limitsOf(config, fastify.a2aRedis) }
+  })
+  await fastify.register(wellKnownRoutes, {
+    prefix: routePrefix,
+    config,
+    cardPrefix: prefix,
+    checks: readinessChecks(fastify)
+  })
+}
+
+/**
+ * The rate-limit state of CONTRACT.md §9: failed authentications per IP, and request buckets per principal when
+ * rate limiting is on. In Redis when one is configured, so every instance shares them.
+ */
+function limitsOf (config: A2AConfig, redis: Redis | null): { buckets?: TokenBuckets, failures: FailureWindows } {
+  const limits = config.security.rate_limit
+  const bucketOptions = { perMinute: limits.requests_per_minute, burst: limits.burst }
+  const failures = redis === null
+    ? new MemoryFailureWindows({ perMinute: limits.failed_auth_per_minute })
+    : new RedisFailureWindows(redis, { perMinute: limits.failed_auth_per_minute, keyPrefix: `${RATE_PREFIX}fail:` })
+  if (!config.security.enabled || !limits.enabled) return { failures }
+  const buckets = redis === null
+    ? new MemoryTokenBuckets(bucketOptions)
+    : new RedisTokenBuckets(redis, { ...bucketOptions, keyPrefix: `${RATE_PREFIX}bucket:` })
+  return { buckets, failures }
+}
+
+/** What `/ready` asks: every backend in use (CONTRACT.md §3). */
+function readinessChecks (fastify: FastifyInstance): Record<string, () => Promise<void>> {
+  const checks: Record<string, () => Promise<void>> = { tasks: () => fastify.a2aTasks.store.ping() }
+  const redis = fastify.a2aRedis
+  if (redis !== null) checks.redis = async () => { await redis.ping() }
+  return checks
+}
+
+/** `/agent/` and `agent` become `/agent`; empty and `/` stay `/`. */
+function normalizePrefix (prefix: string): string {
+  const trimmed = prefix.replace(/\/+$/, '')
+  if (trimmed === '') return '/'
+  return trimmed.startsWith('/') ? trimmed : '/' + trimmed
+}
+
+export default fp(a2a, { name: 'fastify-a2a', fastify: '5.x' })
+
+export type { A2AConfig, A2AConfigInput } from './schemas/config.js'
+export type { AgentExecutor, ExecutionContext, ExecutorEvent, AgentTools } from './services/agent/executor.js'
+export type { Task, Message, Part, Artifact, TaskState } from './schemas/task.js'
+export type { Principal } from './services/auth/principal.js'
+export type { AgentCard } from './services/agent-card.js'
+export { validateConfig } from './services/config/load.js'
+export { buildAgentCard } from './services/agent-card.js'

@@ -1,0 +1,78 @@
+import closeWithGrace from 'close-with-grace'
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import a2a from './index.js'
+import type { A2AConfig } from './schemas/config.js'
+import type { AgentExecutor } from './services/agent/executor.js'
+
+export interface ServerOptions {
+  /** The config file the configuration came from, for the start-up log line. */
+  configPath?: string
+  /** The agent, instead of `agent.executor`. */
+  executor?: AgentExecutor
+  /** Where logs go (tests). Default stdout. */
+  logStream?: NodeJS.WritableStream
+}
+
+/** Log paths that can carry secrets: censored even though we never log them on purpose (CONTRACT.md §9). */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'headers.authorization',
+  '*.token',
+  '*.credentials',
+  '*.client_secret',
+  '*.api_key',
+  '*.password'
+]
+
+/** Past `shutdown_timeout`, a close that still hangs is cut short this much later, with exit code 1. */
+const FORCE_EXIT_MARGIN_MS = 5_000
+
+/** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
+export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
+  const logger: FastifyServerOptions['logger'] = {
+    level: config.server.log_level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' }
+  }
+  const app = Fastify({
+    logger: opts.logStream === undefined ? logger : { ...logger, stream: opts.logStream },
+    bodyLimit: config.server.max_request_size,
+    // The time to receive a whole request; a response (an SSE stream included) is not cut by it.
+    requestTimeout: config.server.request_timeout * 1000,
+    connectionTimeout: (config.server.request_timeout + 5) * 1000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle'
+  })
+
+  // Host-level handler of the standalone server: client errors pass through, server errors are masked.
+  app.setErrorHandler(async function (err: FastifyError, request, reply) {
+    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 ? err.statusCode : 500
+    if (status >= 500) {
+      request.log.error({ err }, 'request failed')
+      return reply.code(status).send({ statusCode: status, error: 'Internal Server Error', message: 'Internal Server Error' })
+    }
+    return reply.code(status).send({ statusCode: status, code: err.code, error: err.name, message: err.message })
+  })
+
+  await app.register(a2a, { prefix: '/', config, executor: opts.executor })
+  if (!config.security.enabled) {
+    app.log.warn('security is off: every caller is anonymous and may call every method')
+  }
+  return app
+}
+
+/** Creates the server, listens, and handles SIGINT/SIGTERM: drain, close the stores, exit 0 (CONTRACT.md §6). */
+export async function startServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
+  const app = await createServer(config, opts)
+  closeWithGrace({ delay: config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS }, async ({ signal, err }) => {
+    /* c8 ignore next -- an uncaught exception: the process shuts down, which a test cannot survive to check */
+    if (err !== undefined) app.log.error({ err }, 'shutting down after an error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+  })
+  const address = await app.listen({ host: config.server.host, port: config.server.port })
+  app.log.info({ address, agent: config.agent.name, config: opts.configPath ?? 'built-in defaults' }, 'agent serving')
+  return app
+}

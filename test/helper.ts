@@ -1,0 +1,222 @@
+import { Writable } from 'node:stream'
+import Fastify, { type FastifyInstance } from 'fastify'
+import a2a, { type A2AOptions } from '../index.js'
+
+export interface Teardown {
+  teardown (fn: () => unknown): void
+}
+
+/** A fresh app with the agent at `/` (or `opts.prefix`), torn down with the test. */
+export async function build (t: Teardown, opts: A2AOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false })
+  await app.register(a2a, opts)
+  await app.ready()
+  t.teardown(() => app.close())
+  return app
+}
+
+let counter = 0
+
+/** A JSON-RPC request body with a fresh id unless one is given. */
+export function rpc (method: string, params?: unknown, id: string | number | null = ++counter): Record<string, unknown> {
+  const body: Record<string, unknown> = { jsonrpc: '2.0', id, method }
+  if (params !== undefined) body.params = params
+  return body
+}
+
+/** A user text message, as clients send it. */
+export function userMessage (text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { kind: 'message', role: 'user', messageId: `m-${++counter}`, parts: [{ kind: 'text', text }], ...extra }
+}
+
+/** POSTs a JSON-RPC call through inject and returns the parsed body with the HTTP status. */
+export async function call (app: FastifyInstance, method: string, params?: unknown, path = '/'): Promise<{ status: number, body: any }> {
+  const res = await app.inject({ method: 'POST', url: path, payload: rpc(method, params) })
+  return { status: res.statusCode, body: res.json() }
+}
+
+/** A fresh app listening on a free 127.0.0.1 port (for socket-level SSE tests), torn down with the test. */
+export async function listen (t: Teardown, opts: A2AOptions = {}): Promise<{ app: FastifyInstance, url: string }> {
+  const app = await build(t, opts)
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url }
+}
+
+export interface SseResult {
+  status: number
+  headers: Headers
+  /** Each `data:` event, parsed. */
+  events: any[]
+  /** Comment lines (`: keep-alive`). */
+  comments: string[]
+  /** The raw body. */
+  raw: string
+}
+
+/** POSTs a JSON-RPC call and reads the SSE answer to its end. */
+export async function postStream (url: string, body: unknown, headers: Record<string, string> = {}): Promise<SseResult> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    body: JSON.stringify(body)
+  })
+  const raw = await res.text()
+  return { status: res.status, headers: res.headers, raw, ...parseSse(raw) }
+}
+
+/** Splits an SSE body into its events; every event must be exactly `data: <json>\n\n` (CONTRACT.md §7). */
+export function parseSse (raw: string): { events: any[], comments: string[] } {
+  const events: any[] = []
+  const comments: string[] = []
+  for (const block of raw.split('\n\n')) {
+    if (block === '') continue
+    if (block.startsWith(':')) comments.push(block)
+    else if (block.startsWith('data: ') && !block.includes('\n')) events.push(JSON.parse(block.slice(6)))
+    else throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
+  }
+  return { events, comments }
+}
+
+/** Waits until `check` holds, polling on the event loop; fails after `attempts` (never a timing assertion). */
+export async function until (check: () => boolean | Promise<boolean>, attempts = 500): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (await check()) return
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+  throw new Error('condition not reached')
+}
+
+export interface Received {
+  headers: Record<string, string | string[] | undefined>
+  body: any
+  raw: string
+  path: string
+}
+
+export interface Receiver {
+  url: string
+  port: number
+  received: Received[]
+  /** Sets how the next requests are answered, in order; the last entry repeats. Default: 200. */
+  script (...answers: Array<number | ((req: Received) => Promise<{ status: number, body?: string | Buffer, headers?: Record<string, string> }>)>): void
+}
+
+/** A real webhook receiver on 127.0.0.1 (a bare Fastify app), recording every delivery. */
+export async function receiver (t: Teardown): Promise<Receiver> {
+  const { default: Fastify } = await import('fastify')
+  const app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024 })
+  const received: Received[] = []
+  let answers: Array<number | ((req: Received) => Promise<{ status: number, body?: string | Buffer, headers?: Record<string, string> }>)> = [200]
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body))
+  app.post('/*', async (request, reply) => {
+    const raw = String(request.body ?? '')
+    let body: unknown
+    try { body = JSON.parse(raw) } catch { body = undefined }
+    const entry: Received = { headers: request.headers, body, raw, path: request.url }
+    received.push(entry)
+    const answer = answers.length > 1 ? answers.shift() as typeof answers[number] : answers[0]
+    if (typeof answer === 'number') return reply.code(answer).send()
+    const out = await answer(entry)
+    if (out.headers !== undefined) reply.headers(out.headers)
+    return reply.code(out.status).send(out.body ?? '')
+  })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  return { url, port: Number(new URL(url).port), received, script: (...a) => { answers = a } }
+}
+
+/** A pino destination that keeps every line, for log assertions. */
+export function logCapture (): { stream: NodeJS.WritableStream, lines: () => any[], text: () => string } {
+  const chunks: string[] = []
+  const stream = new Writable({ write (chunk, _enc, cb) { chunks.push(String(chunk)); cb() } })
+  const text = () => chunks.join('')
+  return { stream, text, lines: () => text().split('\n').filter(Boolean).map(l => JSON.parse(l)) }
+}
+
+/** Like `build`, with logs captured at debug. */
+export async function buildLogged (t: Teardown, opts: A2AOptions = {}): Promise<{ app: FastifyInstance, logs: ReturnType<typeof logCapture> }> {
+  const logs = logCapture()
+  const app = Fastify({ logger: { level: 'debug', stream: logs.stream } })
+  await app.register(a2a, opts)
+  await app.ready()
+  t.teardown(() => app.close())
+  return { app, logs }
+}
+
+export const REDIS_UNREACHABLE = 'Redis is not reachable on 127.0.0.1:6379: start one with ' +
+  'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
+
+/**
+ * A Redis client on 127.0.0.1:6379 in the test's own `db`, flushed before and after. Fails the test (never skips)
+ * with how to start Redis when none answers.
+ */
+export async function redisDb (t: Teardown, db: number): Promise<import('ioredis').Redis> {
+  const { Redis } = await import('ioredis')
+  const client = new Redis({ host: '127.0.0.1', port: 6379, db, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    await client.flushdb()
+  } catch {
+    client.disconnect()
+    throw new Error(REDIS_UNREACHABLE)
+  }
+  t.teardown(async () => {
+    await client.flushdb().catch(() => {})
+    client.disconnect()
+  })
+  return client
+}
+
+export interface PrivateRedis {
+  port: number
+  url: string
+  stop (): void
+  resume (): void
+  /** Kills the server (SIGKILL) and starts a new, empty one on the same port. */
+  restart (): Promise<void>
+}
+
+/** A redis-server child of this test on a free port, for stall and kill tests; killed at teardown. */
+export async function privateRedis (t: Teardown): Promise<PrivateRedis> {
+  const { spawn } = await import('node:child_process')
+  const { createServer } = await import('node:net')
+  const srv = createServer().listen(0, '127.0.0.1')
+  await new Promise(resolve => srv.once('listening', resolve))
+  const port = (srv.address() as { port: number }).port
+  await new Promise(resolve => srv.close(resolve))
+  let child: import('node:child_process').ChildProcess
+  const start = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    await until(async () => {
+      const { Redis } = await import('ioredis')
+      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+      probe.on('error', () => {})
+      try {
+        await probe.connect()
+        return (await probe.ping()) === 'PONG'
+      } catch {
+        return false
+      } finally {
+        probe.disconnect()
+      }
+    })
+  }
+  await start()
+  t.teardown(() => { child.kill('SIGCONT'); child.kill('SIGKILL') })
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => { child.kill('SIGSTOP') },
+    resume: () => { child.kill('SIGCONT') },
+    restart: async () => {
+      const old = child
+      const exited = new Promise(resolve => old.once('exit', resolve))
+      old.kill('SIGCONT')
+      old.kill('SIGKILL')
+      await exited
+      await start()
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { createServer } from '../server.js'
+import { validateConfig } from '../services/config/load.js'
+
+function capture () {
+  const chunks: string[] = []
+  const stream = new Writable({ write (chunk, _enc, cb) { chunks.push(String(chunk)); cb() } })
+  return { stream, text: () => chunks.join('') }
+}
+
+t.test('the standalone root handler passes client errors through and masks server errors', async t => {
+  const logs = capture()
+  const app = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: logs.stream })
+  app.get('/client', async () => { throw Object.assign(new Error('bad thing'), { statusCode: 422, code: 'X_BAD' }) })
+  app.get('/server', async () => { throw new Error('db password leaked') })
+  t.teardown(() => app.close())
+  const client = await app.inject('/client')
+  t.equal(client.statusCode, 422)
+  t.match(client.json(), { statusCode: 422, code: 'X_BAD', message: 'bad thing' })
+  const server = await app.inject('/server')
+  t.equal(server.statusCode, 500)
+  t.same(server.json(), { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' })
+  t.notMatch(server.body, /leaked/)
+  t.match(logs.text(), /security is off/)
+})
+
+t.test('authorization headers and tokens are redacted in the standalone logs', async t => {
+  const logs = capture()
+  const app = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: logs.stream })
+  t.teardown(() => app.close())
+  await app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Bearer sekret-token-1', 'x-api-key': 'sekret-key-2' } })
+  app.log.info({ config: { token: 'sekret-token-3', credentials: 'sekret-4' } }, 'a line with secrets')
+  t.notMatch(logs.text(), /sekret/)
+  t.match(logs.text(), /\[redacted\]/)
+})
