@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { parse } from 'yaml'
+import { loadConfig } from '../services/config/load.js'
+
+const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url))
+
+t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each other', async t => {
+  const compose = parse(readFileSync(root('docker-compose.yml'), 'utf8'), { merge: true })
+  const nginx = readFileSync(root('deploy/nginx.conf'), 'utf8')
+  const services = compose.services
+  t.same(Object.keys(services).sort(), ['agent-a', 'agent-b', 'lb', 'redis'])
+  t.equal(services.redis.ports, undefined, 'Redis publishes no host port')
+
+  const upstream = [...nginx.matchAll(/^\s*server\s+([\w-]+):(\d+)/gm)].map(m => ({ host: m[1], port: Number(m[2]) }))
+  t.same(upstream.map(u => u.host).sort(), ['agent-a', 'agent-b'], 'nginx balances over both agents')
+  for (const name of ['agent-a', 'agent-b']) {
+    const env = services[name].environment
+    t.equal(Number(env.PORT), upstream.find(u => u.host === name)?.port, `${name} listens where nginx sends`)
+    t.equal(env.HOST, '0.0.0.0')
+    t.match(env.REDIS_URL, /^redis:\/\/redis:6379\//, `${name} reaches the compose Redis`)
+    t.equal(env.A2A_CONFIG, '/config/agent.yml')
+    t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent.yml:/config/agent.yml')))
+    t.equal(services[name].build, '.')
+  }
+  const listen = Number(/^\s*listen\s+(\d+);/m.exec(nginx)?.[1])
+  t.same(services.lb.ports, [`127.0.0.1:8000:${listen}`], 'one published port, on the nginx listener')
+  t.ok(services.lb.volumes.includes('./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro'))
+  t.match(nginx, /proxy_buffering off;/, 'SSE is not buffered')
+  t.match(nginx, /proxy_http_version 1\.1;/)
+  const readTimeout = Number(/proxy_read_timeout (\d+)s;/.exec(nginx)?.[1])
+  t.ok(readTimeout > 15, 'idle streams outlive the 15 s keep-alive')
+
+  const { config } = await loadConfig({ file: root('deploy/agent.yml'), env: { REDIS_URL: services['agent-a'].environment.REDIS_URL }, cwd: root('.') })
+  t.equal(config.tasks.backend, 'kvcache')
+  t.equal(config.push_notifications.backend, 'kvcache')
+  t.equal(config.services.cache.url, 'redis://redis:6379/0')
+  const maxBody = Number(/client_max_body_size (\d+)m;/.exec(nginx)?.[1]) * 1024 * 1024
+  t.equal(maxBody, config.server.max_request_size, 'nginx lets through what the agent accepts')
+})
+
+t.test('the Dockerfile builds on node:20-slim, runs as a non-root user with production dependencies, and checks /health', async t => {
+  const docker = readFileSync(root('Dockerfile'), 'utf8')
+  t.match(docker, /^FROM node:20-slim AS build$/m)
+  t.match(docker, /^FROM node:20-slim$/m)
+  t.match(docker, /npm ci --omit=dev/)
+  t.match(docker, /^USER node$/m)
+  t.match(docker, /^HEALTHCHECK .*\n.*\/health/m)
+  t.match(docker, /^ENTRYPOINT \["node", "dist\/cli\.js"\]$/m)
+})
