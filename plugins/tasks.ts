@@ -3,8 +3,13 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import type { AgentExecutor } from '../services/agent/executor.js'
 import { createAgentTools } from '../services/agent/tools.js'
-import { MemoryTaskEventBus } from '../services/tasks/event-bus.js'
+import { InvalidPluginOptions } from '../services/errors.js'
+import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
+import { RedisTaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
+import { RedisTaskEventBus } from '../services/tasks/redis-event-bus.js'
+import { RedisTaskStore } from '../services/tasks/redis-store.js'
+import type { TaskStore } from '../services/tasks/store.js'
 import { TaskService } from '../services/tasks/task-service.js'
 
 declare module 'fastify' {
@@ -20,31 +25,56 @@ export interface TasksPluginOptions {
 }
 
 /**
- * Creates the task store and event bus of `tasks.backend` and the task service over them. On close, running tasks
- * get `server.shutdown_timeout` to finish before they are failed (CONTRACT.md §6, shutdown).
+ * Creates the task store and event bus of `tasks.backend` and the task service over them. With kvcache, tasks,
+ * events, cancellation and leases live in Redis, and every instance reaps the tasks of instances that died
+ * (CONTRACT.md §10). On close, running tasks get `server.shutdown_timeout` to finish before they are failed
+ * (CONTRACT.md §6, shutdown).
  */
 const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts) => {
   const { config } = opts
-  const store = new MemoryTaskStore({ maxTasks: config.tasks.max_tasks, ttlSeconds: config.tasks.ttl })
-  const bus = new MemoryTaskEventBus()
+  const settings = config.tasks
   const log = fastify.log.child({ component: 'tasks' })
+  let store: TaskStore
+  let bus: TaskEventBus
+  let leases: RedisTaskLeases | undefined
+  if (settings.backend === 'kvcache') {
+    const client = fastify.a2aRedis
+    /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
+    if (client === null) throw new InvalidPluginOptions('tasks.backend: kvcache needs a services entry with type: cache')
+    store = new RedisTaskStore(client, { keyPrefix: settings.key_prefix, ttlSeconds: settings.ttl })
+    bus = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
+    leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })
+  } else {
+    store = new MemoryTaskStore({ maxTasks: settings.max_tasks, ttlSeconds: settings.ttl })
+    bus = new MemoryTaskEventBus()
+  }
   const service = new TaskService({
     store,
     bus,
+    leases,
     executor: opts.executor,
     log,
     // The registry is decorated after this plugin; it is only read when a task runs.
     toolsFor: principal => createAgentTools(fastify.a2aMethods, principal, log)
   })
 
+  let reaper: NodeJS.Timeout | undefined
+  if (leases !== undefined) {
+    reaper = setInterval(() => {
+      service.reapOrphans().catch((err: unknown) => log.warn({ err }, 'orphaned tasks not reaped'))
+    }, Math.max(100, settings.lease_ttl * 500)).unref()
+  }
+
   fastify.decorate('a2aTasks', service)
   fastify.addHook('preClose', async () => {
+    clearInterval(reaper)
     await service.drain(config.server.shutdown_timeout * 1000)
   })
   fastify.addHook('onClose', async () => {
+    await leases?.close()
     await bus.close()
     await store.close()
   })
 }
 
-export default fp(tasksPlugin, { name: 'a2a-tasks', fastify: '5.x' })
+export default fp(tasksPlugin, { name: 'a2a-tasks', fastify: '5.x', dependencies: ['a2a-redis'] })

@@ -44,7 +44,12 @@ export const ServerConfigSchema = obj({
   max_request_size: Int(16_777_216, { minimum: 1024 }),
   max_streams: Int(1000, { minimum: 1 }),
   heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
-  shutdown_timeout: Type.Number({ default: 10, minimum: 0 })
+  shutdown_timeout: Type.Number({ default: 10, minimum: 0 }),
+  /**
+   * Standalone server: whether to trust X-Forwarded-For from a proxy in front (Fastify's `trustProxy`): false, true
+   * (any proxy), or the proxies' addresses and CIDRs. The client IP it yields keys the failed-authentication limit.
+   */
+  trust_proxy: Type.Union([Type.Boolean(), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })], { default: false })
 })
 
 export const ProtocolConfigSchema = obj({
@@ -122,7 +127,9 @@ export const TasksConfigSchema = obj({
   backend: Type.Union([Type.Literal('memory'), Type.Literal('kvcache')], { default: 'memory' }),
   max_tasks: Int(10_000, { minimum: 1 }),
   ttl: Int(86_400, { minimum: 1 }),
-  key_prefix: Str('a2a:task:')
+  key_prefix: Str('a2a:task:'),
+  /** kvcache: seconds an instance's hold on a running task lasts unrenewed; past it, another instance fails the task. */
+  lease_ttl: Type.Number({ default: 30, minimum: 0.2, maximum: 3600 })
 })
 
 export const CacheServiceSchema = Type.Object({

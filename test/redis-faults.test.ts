@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, call, privateRedis, until, userMessage } from './helper.js'
+import { build, buildLogged, call, privateRedis, until, userMessage } from './helper.js'
 
 t.test('a stalled Redis fails requests with 503 -32603 instead of hanging; /ready says so; all recovers', async t => {
   const redis = await privateRedis(t)
@@ -40,4 +40,39 @@ t.test('a Redis that restarts empty: memory tasks are unaffected, kvcache data i
   t.equal((await call(app, 'tasks/get', { id: task.id })).body.result.status.state, 'completed')
   const got = await call(app, 'tasks/pushNotificationConfig/get', { id: task.id })
   t.same(got.body.error, { code: -32001, message: 'Task not found', data: `task "${task.id}" has no push notification config` })
+})
+
+t.test('with tasks in Redis, a stall fails sends, gets and streams fast with 503; the reaper only logs; all recovers', async t => {
+  const redis = await privateRedis(t)
+  const { app, logs } = await buildLogged(t, {
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', lease_ttl: 0.2 },
+      push_notifications: { backend: 'kvcache' },
+      server: { shutdown_timeout: 0.5 }
+    }
+  })
+  const before = (await call(app, 'message/send', { message: userMessage('x') })).body.result
+  t.equal(before.status.state, 'completed')
+
+  redis.stop()
+  for (const [method, params] of [
+    ['message/send', { message: userMessage('y') }],
+    ['tasks/get', { id: before.id }],
+    ['tasks/list', {}],
+    ['tasks/resubscribe', { id: before.id }]
+  ] as const) {
+    const res = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: method, method, params } })
+    t.equal(res.statusCode, 503, `${method}: 503`)
+    t.equal(res.headers['retry-after'], '1')
+    t.same(res.json(), { jsonrpc: '2.0', id: method, error: { code: -32603, message: 'Internal error', data: 'storage unavailable' } })
+  }
+  await until(() => logs.lines().some(l => l.msg === 'orphaned tasks not reaped'))
+  t.equal((await app.inject('/ready')).statusCode, 503)
+
+  redis.resume()
+  await until(async () => (await app.inject('/ready')).statusCode === 200)
+  const after = (await call(app, 'message/send', { message: userMessage('z') })).body.result
+  t.equal(after.status.state, 'completed')
+  t.equal((await call(app, 'tasks/get', { id: before.id })).body.result.id, before.id, 'nothing written before the stall is lost')
 })

@@ -67,6 +67,9 @@ server:
   heartbeat_interval: ${y(d.server.heartbeat_interval)}
   # Seconds to let requests and streams finish on SIGTERM.
   shutdown_timeout: ${y(d.server.shutdown_timeout)}
+  # Behind a load balancer: trust its X-Forwarded-For for the client address (rate limits per IP use it).
+  # false | true (any proxy) | a list of the proxies' addresses or CIDRs, e.g. [10.0.0.0/8].
+  trust_proxy: ${y(d.server.trust_proxy)}
 
 protocol:
   # default: the service's own task state names. a2a: A2A v0.3 state names and stream event kinds.
@@ -159,6 +162,9 @@ tasks:
   ttl: ${y(d.tasks.ttl)}
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.tasks.key_prefix)}
+  # kvcache: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it). When the
+  # instance dies, another one fails its running tasks once their leases expire.
+  lease_ttl: ${y(d.tasks.lease_ttl)}
 
 # Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;
 # env REDIS_URL replaces its url (and creates services.cache when there is none).

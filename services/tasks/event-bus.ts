@@ -34,12 +34,28 @@ export interface TaskEventBus {
   subscribe (taskId: string, listener: TaskEventListener): Subscription
   /** Listeners on one task, or on all tasks: leak checks and metrics. */
   listenerCount (taskId?: string): number
+  /**
+   * Asks whichever instance runs the task to abort its executor (CONTRACT.md §10, cancellation). In memory that is
+   * this process; in Redis every instance hears it and the one running the task acts.
+   */
+  requestAbort (taskId: string): void
+  /** Registers the handler of abort requests (the task service's). */
+  onAbortRequest (handler: (taskId: string) => void): void
   close (): Promise<void>
 }
 
 export class MemoryTaskEventBus implements TaskEventBus {
   readonly #listeners = new Map<string, Set<TaskEventListener>>()
+  readonly #abortHandlers: Array<(taskId: string) => void> = []
   #count = 0
+
+  requestAbort (taskId: string): void {
+    for (const handler of this.#abortHandlers) handler(taskId)
+  }
+
+  onAbortRequest (handler: (taskId: string) => void): void {
+    this.#abortHandlers.push(handler)
+  }
 
   publish (taskId: string, event: TaskEvent): void {
     const set = this.#listeners.get(taskId)

@@ -6,6 +6,7 @@ import { isAdmin, type Principal } from '../auth/principal.js'
 import type { AgentExecutor, AgentTools, ExecutorEvent, MessageContent } from '../agent/executor.js'
 import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound } from '../errors.js'
 import type { TaskEventBus } from './event-bus.js'
+import type { TaskLeases } from './leases.js'
 import { canTransition, isSettled, isTerminal } from './states.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
@@ -16,6 +17,8 @@ export interface TaskServiceOptions {
   log: Logger
   /** The tools an executor may call, bound to the task's principal. */
   toolsFor: (principal: Principal) => AgentTools
+  /** kvcache: the leases on running tasks, shared by every instance (CONTRACT.md §10). */
+  leases?: TaskLeases
   now?: () => number
 }
 
@@ -24,6 +27,7 @@ export type StatusListener = (record: StoredTask, previous: TaskState) => void
 
 export const FAILED_MESSAGE = 'The agent failed while processing the task.'
 export const SHUTDOWN_MESSAGE = 'The server stopped before the task finished.'
+export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped before the task finished.'
 
 /** Attempts of a compare-and-set update before giving up: only a pathological race would need more than two. */
 const MAX_CAS_ATTEMPTS = 16
@@ -52,6 +56,7 @@ export class TaskService {
   readonly #executor: AgentExecutor
   readonly #log: Logger
   readonly #toolsFor: (principal: Principal) => AgentTools
+  readonly #leases: TaskLeases | undefined
   readonly #now: () => number
   readonly #running = new Map<string, Run>()
   readonly #statusListeners: StatusListener[] = []
@@ -63,7 +68,10 @@ export class TaskService {
     this.#executor = opts.executor
     this.#log = opts.log
     this.#toolsFor = opts.toolsFor
+    this.#leases = opts.leases
     this.#now = opts.now ?? Date.now
+    // A cancel made on another instance reaches the one running the task here.
+    this.bus.onAbortRequest(id => this.#stop(id))
   }
 
   /** Number of tasks whose executor is running in this process. */
@@ -160,8 +168,32 @@ export class TaskService {
       if (isTerminal(task.status.state)) throw taskNotCancelable(id, task.status.state)
       return withStatus(task, 'canceled', this.#now())
     })
-    this.#stop(id)
+    if (this.#running.has(id)) this.#stop(id)
+    else this.bus.requestAbort(id)
     return record
+  }
+
+  /**
+   * Fails the tasks whose running instance died: their lease expired unrenewed (CONTRACT.md §10). Each expired
+   * lease is claimed by one instance; a task that reached a terminal state meanwhile is left alone. Returns the ids
+   * this call failed.
+   */
+  async reapOrphans (): Promise<string[]> {
+    if (this.#leases === undefined) return []
+    const failed: string[] = []
+    for (const id of await this.#leases.claimExpired()) {
+      try {
+        const before = await this.store.get(id)
+        const after = await this.update(id, task => isTerminal(task.status.state)
+          ? null
+          : withStatus(task, 'failed', this.#now(), agentMessage(task, OWNER_LOST_MESSAGE)))
+        if (after !== before && after.task.status.state === 'failed') failed.push(id)
+      } catch (err) {
+        this.#log.warn({ err, taskId: id }, 'could not fail an orphaned task')
+      }
+    }
+    if (failed.length > 0) this.#log.warn({ taskIds: failed }, 'tasks of a stopped instance failed')
+    return failed
   }
 
   /**
@@ -293,6 +325,10 @@ export class TaskService {
 
   async #loop (taskId: string, run: Run): Promise<void> {
     const { signal } = run.controller
+    if (this.#leases !== undefined) {
+      // Without its lease the task still runs; it is only not reaped if this instance dies meanwhile.
+      await this.#leases.acquire(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not taken'))
+    }
     try {
       for (let message = run.queue.shift(); message !== undefined; message = run.queue.shift()) {
         const started = await this.update(taskId, task => {
@@ -314,6 +350,7 @@ export class TaskService {
       this.#log.error({ err, taskId }, 'task run failed')
     } finally {
       this.#running.delete(taskId)
+      await this.#leases?.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
     }
   }
 

@@ -168,8 +168,18 @@ t.test('semantic checks', async t => {
       'push_notifications.backend: kvcache needs a services entry with type: cache',
       'tasks.backend: kvcache needs a services entry with type: cache'
     ])
-    const config = validateConfig({ tasks: { backend: 'kvcache' }, services: { redis: { type: 'cache' } } })
+    const config = validateConfig({
+      tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' }, services: { redis: { type: 'cache' } }
+    })
     t.same(config.services.redis, { type: 'cache', url: 'redis://127.0.0.1:6379', db: 0, max_connections: 20, retry_on_timeout: true })
+  })
+
+  t.test('shared tasks need shared push configs, unless push is off', async t => {
+    const services = { redis: { type: 'cache' } }
+    t.same(problemsOf(() => validateConfig({ tasks: { backend: 'kvcache' }, services })), [
+      'push_notifications.backend: must be kvcache when tasks.backend is kvcache (instances share webhook delivery)'
+    ])
+    t.equal(validateConfig({ tasks: { backend: 'kvcache' }, push_notifications: { enabled: false }, services }).tasks.backend, 'kvcache')
   })
 
   t.test('URLs must parse and use the expected schemes', async t => {

@@ -1,0 +1,109 @@
+import type { Redis } from 'ioredis'
+import { StorageUnavailable } from '../errors.js'
+import type { Logger } from '../logger.js'
+
+/**
+ * Which instance runs which task (CONTRACT.md §10). The instance running a task holds its lease and renews it;
+ * a lease left to expire means its instance died, and the task is claimed by exactly one other instance, which
+ * fails it.
+ */
+export interface TaskLeases {
+  /** Takes the lease of a task this instance starts running, and keeps renewing it until `release`. */
+  acquire (taskId: string): Promise<void>
+  release (taskId: string): Promise<void>
+  /** Claims tasks whose lease expired. Each expired lease is claimed by one caller, across all instances. */
+  claimExpired (): Promise<string[]>
+  close (): Promise<void>
+}
+
+export interface RedisTaskLeasesOptions {
+  /** The sorted set of leases is `<keyPrefix>leases`. */
+  keyPrefix: string
+  /** `tasks.lease_ttl` in ms: how long a lease lasts unrenewed. It is renewed every third of that. */
+  ttlMs: number
+  log: Logger
+}
+
+/** Most expired leases claimed by one call; the next round takes the rest. */
+const CLAIM_BATCH = 100
+
+// Scores are expiry times by Redis' own clock, so instances with skewed clocks agree on what has expired.
+// KEYS[1] the lease set. ARGV[1] ttl ms, ARGV[2] 'take' (new leases) or 'renew' (only those still in the set),
+// ARGV[3..] task ids.
+const SET_LUA = `
+local t = redis.call('TIME')
+local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 3, #ARGV do
+  if ARGV[2] == 'renew' then redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[i])
+  else redis.call('ZADD', KEYS[1], expires, ARGV[i]) end
+end
+return #ARGV - 2
+`
+
+// KEYS[1] the lease set. ARGV[1] the batch size. Removes and returns the expired leases: a lease is returned once.
+const CLAIM_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
+return ids
+`
+
+/** Leases in one Redis sorted set, scored by expiry. Renewal is one script call for all the tasks held here. */
+export class RedisTaskLeases implements TaskLeases {
+  readonly #client: Redis
+  readonly #key: string
+  readonly #ttlMs: number
+  readonly #log: Logger
+  readonly #held = new Set<string>()
+  readonly #timer: NodeJS.Timeout
+
+  /** `client` is borrowed: never closed here. */
+  constructor (client: Redis, opts: RedisTaskLeasesOptions) {
+    this.#client = client
+    this.#key = `${opts.keyPrefix}leases`
+    this.#ttlMs = Math.round(opts.ttlMs)
+    this.#log = opts.log
+    this.#timer = setInterval(() => { this.#renew() }, Math.max(50, Math.floor(this.#ttlMs / 3))).unref()
+  }
+
+  /** Tasks this instance holds leases on. */
+  get held (): number {
+    return this.#held.size
+  }
+
+  async acquire (taskId: string): Promise<void> {
+    this.#held.add(taskId)
+    await this.#call(() => this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'take', taskId))
+  }
+
+  async release (taskId: string): Promise<void> {
+    this.#held.delete(taskId)
+    await this.#call(() => this.#client.zrem(this.#key, taskId))
+  }
+
+  async claimExpired (): Promise<string[]> {
+    return await this.#call(() => this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH)) as string[]
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.#timer)
+    this.#held.clear()
+  }
+
+  #renew (): void {
+    if (this.#held.size === 0) return
+    // Renew only: a lease another instance has claimed (this one was stalled past its TTL) is not taken back.
+    this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'renew', ...this.#held).catch((err: Error) => {
+      this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
+    })
+  }
+
+  async #call<T> (fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      throw new StorageUnavailable((err as Error).message)
+    }
+  }
+}

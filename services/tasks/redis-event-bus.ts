@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import { StorageUnavailable } from '../errors.js'
+import type { Logger } from '../logger.js'
+import { MemoryTaskEventBus, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
+
+export interface RedisTaskEventBusOptions {
+  /** Prefix of the channels: `<prefix>events:<taskId>` per task and `<prefix>abort` for cancellation. */
+  keyPrefix: string
+  log: Logger
+}
+
+/** Length of the origin tag (a UUID and a newline) in front of every event message. */
+const ORIGIN_LENGTH = 37
+
+/**
+ * The task event bus across instances (CONTRACT.md §10): every event goes to this process's listeners at once and
+ * is published on the task's Redis channel for the others. An instance subscribes to a task's channel only while it
+ * has listeners on that task, and drops its own messages by their origin tag, so a local listener sees each event
+ * once and in the order it was written here.
+ *
+ * Pub/sub keeps no history: a stream reads the task's snapshot after `ready` (the SUBSCRIBE acknowledged) and drops
+ * events at or below the snapshot's version (see TaskEventStream), so nothing falls between the two.
+ */
+export class RedisTaskEventBus implements TaskEventBus {
+  readonly #pub: Redis
+  readonly #sub: Redis
+  readonly #local = new MemoryTaskEventBus()
+  readonly #origin = randomUUID() + '\n'
+  readonly #eventsPrefix: string
+  readonly #abortChannel: string
+  readonly #log: Logger
+  /** Task id → its SUBSCRIBE, acknowledged or failed (a failure is StorageUnavailable). */
+  readonly #channels = new Map<string, Promise<void>>()
+  readonly #abortHandlers: Array<(taskId: string) => void> = []
+  #closed = false
+
+  /** `client` is borrowed for publishing; the bus opens (and closes) its own subscriber connection from it. */
+  constructor (client: Redis, opts: RedisTaskEventBusOptions) {
+    this.#pub = client
+    this.#log = opts.log
+    this.#eventsPrefix = `${opts.keyPrefix}events:`
+    this.#abortChannel = `${opts.keyPrefix}abort`
+    this.#sub = client.duplicate()
+    // The client's own error listener is not copied: without one, ioredis prints every failed reconnect.
+    this.#sub.on('error', () => {})
+    this.#sub.on('message', this.#onMessage)
+    this.#sub.subscribe(this.#abortChannel).catch((err: Error) => {
+      this.#log.warn({ err }, 'could not subscribe to task abort requests')
+    })
+  }
+
+  publish (taskId: string, event: TaskEvent): void {
+    this.#pub.publish(this.#eventsPrefix + taskId, this.#origin + JSON.stringify(event)).catch((err: Error) => {
+      this.#log.warn({ err, taskId }, 'task event not published')
+    })
+    this.#local.publish(taskId, event)
+  }
+
+  subscribe (taskId: string, listener: TaskEventListener): Subscription {
+    const first = this.#local.listenerCount(taskId) === 0
+    const unsubscribe = this.#local.subscribe(taskId, listener)
+    if (first) this.#channels.set(taskId, this.#listen(taskId))
+    const ready = this.#channels.get(taskId) as Promise<void>
+    let active = true
+    return Object.assign(() => {
+      if (!active) return
+      active = false
+      unsubscribe()
+      if (this.#local.listenerCount(taskId) > 0 || this.#closed) return
+      this.#channels.delete(taskId)
+      this.#sub.unsubscribe(this.#eventsPrefix + taskId).catch(() => {})
+    }, { ready })
+  }
+
+  listenerCount (taskId?: string): number {
+    return this.#local.listenerCount(taskId)
+  }
+
+  requestAbort (taskId: string): void {
+    // Every instance hears it, this one too: the one running the task aborts it, the others have nothing to do.
+    this.#pub.publish(this.#abortChannel, taskId).catch((err: Error) => {
+      this.#log.warn({ err, taskId }, 'task abort request not published')
+    })
+  }
+
+  onAbortRequest (handler: (taskId: string) => void): void {
+    this.#abortHandlers.push(handler)
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    await this.#local.close()
+    this.#channels.clear()
+    this.#sub.disconnect()
+  }
+
+  #listen (taskId: string): Promise<void> {
+    const ack = this.#sub.subscribe(this.#eventsPrefix + taskId).then(() => {}, (err: Error) => {
+      throw new StorageUnavailable(err.message)
+    })
+    // Callers that never await `ready` (a blocking wait) must not leave an unhandled rejection behind.
+    ack.catch(() => {})
+    return ack
+  }
+
+  readonly #onMessage = (channel: string, message: string): void => {
+    if (channel === this.#abortChannel) {
+      for (const handler of this.#abortHandlers) handler(message)
+      return
+    }
+    if (message.startsWith(this.#origin)) return
+    const taskId = channel.slice(this.#eventsPrefix.length)
+    let event: TaskEvent
+    try {
+      event = JSON.parse(message.slice(ORIGIN_LENGTH))
+    } catch (err) {
+      this.#log.warn({ err, taskId }, 'unreadable task event dropped')
+      return
+    }
+    try {
+      this.#local.publish(taskId, event)
+    } catch (err) {
+      this.#log.error({ err, taskId }, 'task event listener failed')
+    }
+  }
+}

@@ -1,0 +1,218 @@
+import type { Redis } from 'ioredis'
+import { StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
+import { isTerminal } from './states.js'
+import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+
+export interface RedisTaskStoreOptions {
+  /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
+  keyPrefix: string
+  /** `tasks.ttl` in seconds: how long a terminal task is kept after its last update. */
+  ttlSeconds: number
+  /** How many index entries one `list` script reads at most; small values are for tests. Default 100. */
+  listBatchSize?: number
+}
+
+const DEFAULT_LIST_BATCH = 100
+
+/*
+ * Key layout (CONTRACT.md §8.1 and §10: a hash per task, no KEYS/SCAN), all under `<keyPrefix>`:
+ *   t:<taskId>       hash: `record` (the StoredTask as JSON, exactly as Node wrote it), `version`, `contextId` and
+ *                    `state` (copies the scripts compare without decoding the JSON). A terminal task's hash has a
+ *                    PEXPIRE of `ttlSeconds`, renewed on every write; an unfinished task's never expires.
+ *   seq              counter, INCR'd by every insert: the creation order, with no ties.
+ *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
+ *   all              sorted set of every task, the same way (for a `list` without an owner).
+ * An index member is `<owner length>:<owner><taskId>`, the same in both sets, so whichever set `list` is reading
+ * when it meets a task whose hash has expired, it can remove the entry from both. That lazy removal is what keeps
+ * the indexes bounded: they cannot expire themselves, as they hold unfinished tasks too.
+ * The `t:` namespace keeps task ids apart from `seq`, `all`, `owner:` and from `leases`, which RedisTaskLeases keeps
+ * under the same prefix. The scripts build task and owner keys from the prefix, so on a Redis Cluster every key
+ * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
+ */
+
+// KEYS: the task hash, the seq counter, the owner index, the global index. ARGV: record JSON, version, contextId,
+// state, index member, PEXPIRE ms ('' for none). Replies 1, or 0 when the id is taken.
+const INSERT_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4])
+if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+redis.call('ZADD', KEYS[3], seq, ARGV[5])
+redis.call('ZADD', KEYS[4], seq, ARGV[5])
+return 1
+`
+
+// KEYS[1] the task hash. ARGV: the version it must hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to
+// leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too). Replies 1 or 0.
+const REPLACE_LUA = `
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
+if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+return 1
+`
+
+// KEYS: the index to read, the global index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
+// matches wanted, '=<contextId>' or '' for any, '=<state>' or '' for any. Reads newest first and stops at the wanted
+// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, seq, ...}.
+const LIST_LUA = `
+local prefix = ARGV[1]
+local read = tonumber(ARGV[3])
+local wanted = tonumber(ARGV[4])
+local entries = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, read)
+local out = {0, ''}
+local found = 0
+for i = 1, #entries, 2 do
+  local member, seq = entries[i], entries[i + 1]
+  out[2] = seq
+  local len, rest = string.match(member, '^(%d+):(.*)$')
+  len = tonumber(len)
+  local fields = redis.call('HMGET', prefix .. 't:' .. string.sub(rest, len + 1), 'record', 'contextId', 'state')
+  if not fields[1] then
+    redis.call('ZREM', prefix .. 'owner:' .. string.sub(rest, 1, len), member)
+    redis.call('ZREM', KEYS[2], member)
+  elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
+    table.insert(out, seq)
+    table.insert(out, fields[1])
+    found = found + 1
+    if found == wanted then return out end
+  end
+end
+if #entries < 2 * read then out[1] = 1 end
+return out
+`
+
+/** `[exhausted 0|1, last seq read, seq, record JSON, seq, record JSON, ...]` */
+type ListReply = [0 | 1, string, ...string[]]
+
+/** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
+interface TaskCommands {
+  a2aTaskInsert (task: string, seq: string, owner: string, all: string, ...args: string[]): Promise<0 | 1>
+  a2aTaskReplace (task: string, ...args: string[]): Promise<0 | 1>
+  a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
+}
+
+/**
+ * Tasks in Redis (`tasks.backend: kvcache`, CONTRACT.md §10), shared by any number of instances. Every write is one
+ * Lua script: an insert and its index entries land together, and `replace` is a compare-and-set on the version, so
+ * two instances can never both move a task on from the same version. Unlike MemoryTaskStore, it has no
+ * `tasks.max_tasks` bound (that limit is the memory backend's): Redis' own `maxmemory` is the bound here.
+ * The client is borrowed: `close` leaves it to its owner.
+ */
+export class RedisTaskStore implements TaskStore {
+  readonly #client: Redis
+  readonly #commands: TaskCommands
+  readonly #prefix: string
+  readonly #all: string
+  readonly #ttlMs: string
+  readonly #batch: string
+
+  constructor (client: Redis, opts: RedisTaskStoreOptions) {
+    this.#client = client
+    this.#prefix = opts.keyPrefix
+    this.#all = `${opts.keyPrefix}all`
+    this.#ttlMs = String(Math.max(1, Math.ceil(opts.ttlSeconds * 1000)))
+    this.#batch = String(opts.listBatchSize ?? DEFAULT_LIST_BATCH)
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 4, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 1, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
+    this.#commands = client as unknown as TaskCommands
+  }
+
+  async insert (record: StoredTask): Promise<void> {
+    const { task, owner } = record
+    const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
+      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all,
+      JSON.stringify(record), String(record.version), task.contextId, task.status.state,
+      `${owner.length}:${owner}${task.id}`, this.#expiry(record)
+    ))
+    // Task ids are server-made UUIDs, so this is a bug in the caller, not a client error.
+    if (inserted === 0) throw new TaskConflict(task.id)
+  }
+
+  async get (id: string): Promise<StoredTask | null> {
+    const json = await this.#call(() => this.#client.hget(this.#taskKey(id), 'record'))
+    return json === null ? null : JSON.parse(json)
+  }
+
+  async replace (next: StoredTask): Promise<boolean> {
+    const { task } = next
+    return await this.#call(() => this.#commands.a2aTaskReplace(
+      this.#taskKey(task.id), String(next.version - 1), JSON.stringify(next), String(next.version),
+      task.contextId, task.status.state, this.#expiry(next)
+    )) === 1
+  }
+
+  async list (query: TaskListQuery): Promise<TaskListPage> {
+    let max = query.pageToken === undefined ? '+inf' : `(${decodeToken(query.pageToken)}`
+    const index = query.owner === undefined ? this.#all : this.#ownerKey(query.owner)
+    const contextId = query.contextId === undefined ? '' : `=${query.contextId}`
+    const state = query.state === undefined ? '' : `=${query.state}`
+    // One match past the page says whether there is a next page.
+    const wanted = query.pageSize + 1
+    const found: string[] = []
+    for (;;) {
+      const left = String(wanted - found.length / 2)
+      const [exhausted, last, ...matches] = await this.#call(() =>
+        this.#commands.a2aTaskList(index, this.#all, this.#prefix, max, this.#batch, left, contextId, state))
+      found.push(...matches)
+      if (found.length / 2 >= wanted || exhausted === 1) break
+      // Batches keep each script short, so a long index with few matches never blocks Redis for long.
+      max = `(${last}`
+    }
+    const tasks: StoredTask[] = []
+    for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 2) tasks.push(JSON.parse(found[i]))
+    const more = found.length / 2 > query.pageSize
+    return { tasks, nextPageToken: more ? encodeToken(found[2 * query.pageSize - 2]) : '' }
+  }
+
+  async ping (): Promise<void> {
+    await this.#call(() => this.#client.ping())
+  }
+
+  /** Nothing to release: the client belongs to whoever passed it in. */
+  async close (): Promise<void> {}
+
+  #taskKey (id: string): string {
+    return `${this.#prefix}t:${id}`
+  }
+
+  #ownerKey (owner: string): string {
+    return `${this.#prefix}owner:${owner}`
+  }
+
+  /** PEXPIRE milliseconds for a write of `record`: a terminal task is kept `ttlSeconds` after its last update. */
+  #expiry (record: StoredTask): string {
+    return isTerminal(record.task.status.state) ? this.#ttlMs : ''
+  }
+
+  /** Runs one client call; whatever it throws (connection, timeout, a Redis error reply) becomes StorageUnavailable. */
+  async #call<T> (fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      throw new StorageUnavailable(reason(err as Error))
+    }
+  }
+}
+
+function encodeToken (seq: string): string {
+  return Buffer.from(`r:${seq}`).toString('base64url')
+}
+
+/** The seq of the last task of the previous page; anything else was not issued by this store (-32602). */
+function decodeToken (token: string): string {
+  const m = /^r:(\d{1,15})$/.exec(Buffer.from(token, 'base64url').toString())
+  if (!m) throw invalidParams('params.pageToken: is not a token this server issued')
+  return m[1]
+}
+
+/**
+ * A short, fixed reason, as in the push config store. The ioredis error itself is not attached as `cause`: a reply
+ * error carries the command's arguments, and those hold the task with its messages.
+ */
+function reason (err: Error): string {
+  if (err.name === 'ReplyError') return `redis replied ${err.message.split(' ', 1)[0]}`
+  if (err.name === 'MaxRetriesPerRequestError') return 'redis unreachable'
+  if (err.message === 'Command timed out') return 'redis command timed out'
+  return 'redis connection closed'
+}

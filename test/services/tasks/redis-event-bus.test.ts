@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto'
+import pino from 'pino'
+import t from 'tap'
+import type { Task } from '../../../schemas/task.js'
+import type { TaskEvent } from '../../../services/tasks/event-bus.js'
+import { RedisTaskEventBus } from '../../../services/tasks/redis-event-bus.js'
+import { redisDb, until, type Teardown } from '../../helper.js'
+
+// This file owns Redis db 7. Pub/sub channels are not per db, so every test takes its own random prefix.
+const DB = 7
+const log = pino({ level: 'silent' })
+
+function task (id: string): Task {
+  return {
+    id,
+    contextId: 'c1',
+    kind: 'task',
+    status: { state: 'in_progress', timestamp: '2026-01-01T00:00:00.000Z' },
+    artifacts: [],
+    history: [],
+    metadata: null
+  }
+}
+
+function event (id: string, version: number): TaskEvent {
+  return { type: 'status', version, task: task(id), final: false }
+}
+
+async function pair (t: Teardown) {
+  const client = await redisDb(t, DB)
+  const keyPrefix = `test:${randomUUID()}:`
+  const a = new RedisTaskEventBus(client, { keyPrefix, log })
+  const b = new RedisTaskEventBus(client, { keyPrefix, log })
+  t.teardown(async () => { await a.close(); await b.close() })
+  return { client, a, b, keyPrefix }
+}
+
+t.test('an event published on one instance reaches the other, in order, and local listeners at once', async t => {
+  const { a, b } = await pair(t)
+  const onA: number[] = []
+  const onB: number[] = []
+  a.subscribe('t1', e => onA.push(e.version))
+  const sub = b.subscribe('t1', e => onB.push(e.version))
+  await sub.ready
+  for (let v = 1; v <= 20; v++) a.publish('t1', event('t1', v))
+  t.same(onA, Array.from({ length: 20 }, (_, i) => i + 1), 'the publisher\'s own listeners, synchronously, once each')
+  await until(() => onB.length === 20)
+  t.same(onB, onA, 'the other instance, in the same order')
+  t.same((await new Promise<number[]>(resolve => setImmediate(() => resolve(onA)))).length, 20, 'no echo of its own messages')
+})
+
+t.test('events of other tasks are not delivered, and unsubscribing stops delivery and the channel', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  const seen: number[] = []
+  const off = b.subscribe('t1', e => seen.push(e.version))
+  await off.ready
+  a.publish('t2', event('t2', 1))
+  a.publish('t1', event('t1', 2))
+  await until(() => seen.length === 1)
+  t.same(seen, [2])
+  t.equal(b.listenerCount('t1'), 1)
+  off()
+  off()
+  t.equal(b.listenerCount(), 0)
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]) === 0)
+  a.publish('t1', event('t1', 3))
+  // A later subscriber on the same instance gets new events only.
+  const again: number[] = []
+  const sub = b.subscribe('t1', e => again.push(e.version))
+  await sub.ready
+  a.publish('t1', event('t1', 4))
+  await until(() => again.length === 1)
+  t.same(again, [4])
+  t.same(seen, [2], 'nothing after unsubscribing')
+})
+
+t.test('two listeners on one task share one subscription; the channel stays until the last leaves', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  const one: number[] = []
+  const two: number[] = []
+  const off1 = b.subscribe('t1', e => one.push(e.version))
+  const off2 = b.subscribe('t1', e => two.push(e.version))
+  await Promise.all([off1.ready, off2.ready])
+  t.equal(Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]), 1)
+  off1()
+  a.publish('t1', event('t1', 1))
+  await until(() => two.length === 1)
+  t.same(one, [])
+  off2()
+})
+
+t.test('an abort request reaches every instance\'s handler', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  const heard: string[] = []
+  a.onAbortRequest(id => heard.push(`a:${id}`))
+  b.onAbortRequest(id => heard.push(`b:${id}`))
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}abort`))[1]) === 2)
+  b.requestAbort('t9')
+  await until(() => heard.length === 2)
+  t.same(heard.sort(), ['a:t9', 'b:t9'])
+})
+
+t.test('an unreadable message and a throwing listener are logged and go no further', async t => {
+  const { client, b, keyPrefix } = await pair(t)
+  const seen: number[] = []
+  const sub = b.subscribe('t1', () => { throw new Error('listener broke') })
+  b.subscribe('t1', e => seen.push(e.version))
+  await sub.ready
+  await client.publish(`${keyPrefix}events:t1`, `${randomUUID()}\n{not json`)
+  await client.publish(`${keyPrefix}events:t1`, `${randomUUID()}\n${JSON.stringify(event('t1', 5))}`)
+  await until(() => seen.length === 1)
+  t.same(seen, [5], 'the good event still reaches the other listener')
+})
+
+t.test('with Redis unreachable, ready rejects with StorageUnavailable and publish does not throw', async t => {
+  const { Redis } = await import('ioredis')
+  const client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null })
+  client.on('error', () => {})
+  const bus = new RedisTaskEventBus(client, { keyPrefix: 'down:', log })
+  t.teardown(async () => { await bus.close(); client.disconnect() })
+  const sub = bus.subscribe('t1', () => {})
+  await t.rejects(sub.ready, { code: 'A2A_ERR_STORAGE_UNAVAILABLE' })
+  t.doesNotThrow(() => bus.publish('t1', event('t1', 1)))
+  t.doesNotThrow(() => bus.requestAbort('t1'))
+  sub()
+})

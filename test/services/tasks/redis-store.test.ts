@@ -1,0 +1,214 @@
+import { once } from 'node:events'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import t from 'tap'
+import type { CacheService } from '../../../schemas/config.js'
+import { createRedisClient, quitWithin } from '../../../services/redis.js'
+import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
+import { redisDb, until } from '../../helper.js'
+import { clock, moved, record, storeContract } from './store-contract.js'
+
+// This file owns db 9 of the Redis on 127.0.0.1:6379; redisDb flushes it before and after each use, and fails
+// the test with how to start Redis when none answers.
+const DB = 9
+const PREFIX = 'test:task:'
+const UNAVAILABLE = { code: 'A2A_ERR_STORAGE_UNAVAILABLE', statusCode: 503 }
+
+function service (url: string, retry: boolean): CacheService {
+  return { type: 'cache', url, db: DB, max_connections: 20, retry_on_timeout: retry }
+}
+
+/** A port nothing listens on. */
+async function closedPort (): Promise<number> {
+  const srv = createServer().listen(0, '127.0.0.1')
+  await once(srv, 'listening')
+  const { port } = srv.address() as AddressInfo
+  await new Promise(resolve => srv.close(resolve))
+  return port
+}
+
+// A small batch, so that the contract's lists read the index in several scripts.
+storeContract(t, 'redis', async (t, { ttlSeconds }) => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds, listBatchSize: 2 })
+  return {
+    store,
+    async expire (ids) {
+      for (const id of ids) {
+        const key = `${PREFIX}t:${id}`
+        const pttl = await client.pttl(key)
+        if (pttl === -1) continue
+        t.ok(pttl > 0 && pttl <= ttlSeconds * 1000, `${id}: PTTL ${pttl} is set and at most the TTL`)
+        await client.pexpire(key, 1)
+        await until(async () => await client.exists(key) === 0)
+      }
+    }
+  }
+}, { rejectsDuplicateIds: true })
+
+t.test('each task is one hash under the prefix, indexed per owner and globally by a sequence', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const c = clock()
+  // Ids that read like the store's own keys stay apart from them.
+  const a = record('seq', c.ms, { contextId: 'x' })
+  await store.insert(a)
+  await store.insert(record('all', c.ms, { owner: 'bo:b' }))
+  await store.replace(moved(a, 'in_progress'))
+
+  t.same((await client.keys('*')).sort(),
+    [`${PREFIX}all`, `${PREFIX}owner:alice`, `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
+  t.same(await client.hgetall(`${PREFIX}t:seq`), {
+    record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress'
+  })
+  t.equal(await client.get(`${PREFIX}seq`), '2')
+  t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1'])
+  t.same(await client.zrange(`${PREFIX}owner:bo:b`, 0, -1, 'WITHSCORES'), ['4:bo:ball', '2'])
+  t.same(await client.zrange(`${PREFIX}all`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1', '4:bo:ball', '2'])
+  t.equal(await client.pttl(`${PREFIX}t:seq`), -1, 'an unfinished task has no expiry')
+  const page = await store.list({ owner: 'alice', pageSize: 1 })
+  t.equal(page.nextPageToken, '')
+  t.equal(Buffer.from((await store.list({ pageSize: 1 })).nextPageToken, 'base64url').toString(), 'r:2')
+})
+
+t.test('a terminal write sets the expiry to the TTL and renews it; a later write keeps it', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const key = `${PREFIX}t:a`
+  const r1 = record('a', clock().ms)
+  await store.insert(r1)
+  const r2 = moved(r1, 'in_progress')
+  await store.replace(r2)
+  t.equal(await client.pttl(key), -1)
+  const r3 = moved(r2, 'completed')
+  await store.replace(r3)
+  let pttl = await client.pttl(key)
+  t.ok(pttl > 0 && pttl <= 60_000, `PTTL ${pttl}`)
+
+  await client.pexpire(key, 5_000)
+  const r4 = { ...r3, version: 4 }
+  t.equal(await store.replace(r4), true)
+  pttl = await client.pttl(key)
+  t.ok(pttl > 5_000 && pttl <= 60_000, `renewed: PTTL ${pttl}`)
+  // Nothing leaves a terminal state (states.ts); should a write still do so, the expiry stays, as in memory.
+  t.equal(await store.replace(moved(r4, 'in_progress')), true)
+  t.ok(await client.pttl(key) > 0)
+  // A failed compare-and-set touches nothing.
+  await client.pexpire(key, 5_000)
+  t.equal(await store.replace(moved(r3, 'failed')), false)
+  t.ok(await client.pttl(key) <= 5_000)
+
+  // A fraction of a second rounds up to whole milliseconds.
+  const short = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 0.0001 })
+  await short.insert(record('b', clock().ms, { state: 'rejected' }))
+  await until(async () => await client.exists(`${PREFIX}t:b`) === 0)
+})
+
+t.test('list removes an expired task from both of its index entries when it meets it', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const c = clock()
+  for (const [id, owner] of [['a', 'alice'], ['b', 'bob'], ['c', 'alice']]) await store.insert(record(id, c.ms, { owner }))
+  // Redis expiring a key is a DEL of it: nothing else is told.
+  await client.del(`${PREFIX}t:a`, `${PREFIX}t:b`)
+  t.equal(await client.zcard(`${PREFIX}all`), 3)
+
+  t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks.map(r => r.task.id), ['c'])
+  t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1), ['5:alicec'])
+  t.same(await client.zrange(`${PREFIX}all`, 0, -1), ['3:bobb', '5:alicec'], 'bob\'s entry waits for a list that meets it')
+
+  t.same((await store.list({ pageSize: 10 })).tasks.map(r => r.task.id), ['c'])
+  t.same(await client.zrange(`${PREFIX}all`, 0, -1), ['5:alicec'])
+  t.equal(await client.exists(`${PREFIX}owner:bob`), 0, 'an empty index is gone')
+})
+
+t.test('a long run of tasks that do not match is read in batches', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const c = clock()
+  await store.insert(record('old', c.ms, { contextId: 'y' }))
+  for (let i = 0; i < 250; i++) await store.insert(record(`n${i}`, c.ms, { contextId: 'x' }))
+  t.same(await store.list({ owner: 'alice', contextId: 'y', pageSize: 5 }), { tasks: [await store.get('old')], nextPageToken: '' })
+  const page = await store.list({ owner: 'alice', contextId: 'x', pageSize: 100 })
+  t.equal(page.tasks.length, 100)
+  t.equal(page.tasks[99].task.id, 'n150')
+})
+
+t.test('two instances replacing from the same version: exactly one wins', async t => {
+  const clients = [await redisDb(t, DB), await redisDb(t, DB)]
+  const [one, two] = clients.map(client => new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 }))
+  const c = clock()
+  for (let i = 0; i < 25; i++) {
+    const r = record(`t${i}`, c.ms)
+    await one.insert(r)
+    const running = moved(r, 'in_progress')
+    const canceled = moved(r, 'canceled')
+    const results = await Promise.all([one.replace(running), two.replace(canceled)])
+    t.equal(results.filter(Boolean).length, 1, `t${i}: ${results}`)
+    t.same(await two.get(`t${i}`), results[0] ? running : canceled)
+  }
+})
+
+t.test('two instances inserting one id: one succeeds, the other gets TaskConflict, one index entry', async t => {
+  const clients = [await redisDb(t, DB), await redisDb(t, DB)]
+  const stores = clients.map(client => new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 }))
+  const c = clock()
+  const results = await Promise.allSettled(stores.map((s, i) => s.insert(record('a', c.ms, { owner: `o${i}` }))))
+  t.equal(results.filter(r => r.status === 'fulfilled').length, 1)
+  t.match(results.find(r => r.status === 'rejected'), { reason: { code: 'A2A_ERR_TASK_CONFLICT', statusCode: 409 } })
+  t.equal(await clients[0].zcard(`${PREFIX}all`), 1)
+  t.equal(await clients[0].get(`${PREFIX}seq`), '1', 'the refused insert took no sequence number')
+})
+
+t.test('close leaves the borrowed client open', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  await store.close()
+  t.equal(await client.ping(), 'PONG')
+  await t.resolves(store.ping())
+})
+
+t.test('an unreachable Redis fails every call with StorageUnavailable', async t => {
+  const client = createRedisClient(service(`redis://127.0.0.1:${await closedPort()}`, true), { connectTimeoutMs: 200, commandTimeoutMs: 300 })
+  t.teardown(() => quitWithin(client, 500))
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const r = record('a', clock().ms)
+  await t.rejects(store.get('a'), UNAVAILABLE)
+  await t.rejects(store.insert(r), UNAVAILABLE)
+  await t.rejects(store.replace(moved(r, 'in_progress')), UNAVAILABLE)
+  await t.rejects(store.list({ owner: 'alice', pageSize: 10 }), UNAVAILABLE)
+  await t.rejects(store.ping(), UNAVAILABLE)
+})
+
+t.test('the reasons are short and fixed: unreachable, timed out, closed, an error reply', async t => {
+  const refused = createRedisClient(service(`redis://127.0.0.1:${await closedPort()}`, false), { connectTimeoutMs: 200 })
+  t.teardown(() => quitWithin(refused, 500))
+  await t.rejects(new RedisTaskStore(refused, { keyPrefix: PREFIX, ttlSeconds: 60 }).get('a'),
+    { message: 'Storage unavailable: redis unreachable' })
+
+  // A server that accepts connections and never answers: a stalled Redis.
+  const sockets = new Set<Socket>()
+  const silent = createServer(socket => { sockets.add(socket) })
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  const { port } = silent.address() as AddressInfo
+  const stalled = createRedisClient(service(`redis://127.0.0.1:${port}`, true), { commandTimeoutMs: 300 })
+  t.teardown(() => quitWithin(stalled, 100))
+  await t.rejects(new RedisTaskStore(stalled, { keyPrefix: PREFIX, ttlSeconds: 60 }).insert(record('a', clock().ms)),
+    { message: 'Storage unavailable: redis command timed out' })
+
+  const closed = createRedisClient(service('redis://127.0.0.1:6379', true))
+  await quitWithin(closed, 500)
+  await t.rejects(new RedisTaskStore(closed, { keyPrefix: PREFIX, ttlSeconds: 60 }).ping(),
+    { message: 'Storage unavailable: redis connection closed' })
+
+  const client = await redisDb(t, DB)
+  await client.set(`${PREFIX}t:wrong`, 'a string, not a hash')
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  await t.rejects(store.get('wrong'), { message: 'Storage unavailable: redis replied WRONGTYPE' })
+  await t.rejects(store.replace(moved(record('wrong', clock().ms), 'in_progress')), { message: /^Storage unavailable: redis replied / })
+  t.equal(await client.get(`${PREFIX}t:wrong`), 'a string, not a hash', 'the script wrote nothing')
+})
