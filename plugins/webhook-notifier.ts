@@ -21,8 +21,9 @@ export interface WebhookNotifierOptions {
 }
 
 /**
- * The webhook notifier (CONTRACT.md §8.3): every state change of a task goes to each of its push configs. On close
- * it waits for queued deliveries up to `server.shutdown_timeout`, after the task drain.
+ * The webhook notifier (CONTRACT.md §8.3): every state change of a task goes to each of its push configs. With
+ * `tasks.backend: kvcache` deliveries go through a BullMQ queue in Redis; otherwise they are queued in memory. On
+ * close it waits for queued deliveries up to `server.shutdown_timeout`, after the task drain.
  */
 const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fastify, opts) => {
   const { config } = opts
@@ -46,6 +47,22 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     signingSecret: settings.config.signing_secret,
     maxInFlight: settings.config.max_in_flight
   })
+  const redis = fastify.a2aRedis
+  if (config.tasks.backend === 'kvcache' && redis !== null) {
+    // Instances share tasks, so a delivery must outlive the instance that queued it (CONTRACT.md §10). BullMQ is
+    // loaded only then.
+    const { DurableDeliveryQueue } = await import('../services/push/durable-queue.js')
+    notifier.useQueue(new DurableDeliveryQueue({
+      client: redis,
+      prefix: `${settings.key_prefix}bull`,
+      notifier,
+      store: fastify.a2aPushConfigs,
+      maxRetries: settings.config.max_retries,
+      concurrency: settings.config.max_in_flight,
+      ttlSeconds: config.tasks.ttl,
+      log: fastify.log.child({ component: 'webhook-queue' })
+    }))
+  }
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))
   fastify.a2aTasks.onStatusChange(record => notifier.notify(record))
@@ -57,5 +74,5 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
 export default fp(webhookNotifier, {
   name: 'a2a-webhook-notifier',
   fastify: '5.x',
-  dependencies: ['a2a-tasks', 'a2a-push-config-store']
+  dependencies: ['a2a-redis', 'a2a-tasks', 'a2a-push-config-store']
 })

@@ -30,6 +30,18 @@ export interface NotifierOptions {
   random?: () => number
 }
 
+/**
+ * Where deliveries wait when they must outlive this process (CONTRACT.md §10: a Redis-backed queue). Without one,
+ * the notifier queues and retries in memory.
+ */
+export interface DeliveryQueue {
+  /** Queues one delivery per config of one state change of a task (`version` is the task's version after it). */
+  add (taskId: string, version: number, state: string, body: string, configs: StoredPushConfig[]): Promise<void>
+  /** Deliveries queued or in flight, across every instance sharing the queue. */
+  pending (): Promise<number>
+  close (timeoutMs: number): Promise<void>
+}
+
 /** How a delivery attempt ended. */
 export type AttemptOutcome = 'delivered' | 'retry' | 'final' | 'gone'
 
@@ -46,7 +58,7 @@ const RESERVED = new Set([
   'webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-length', 'host'
 ])
 
-interface Delivery {
+export interface Delivery {
   readonly taskId: string
   readonly config: StoredPushConfig
   readonly body: string
@@ -76,6 +88,7 @@ export class WebhookNotifier {
   readonly #gone = new Set<string>()
   readonly #waiting: Array<() => void> = []
   readonly #agents: { http: http.Agent, https: https.Agent }
+  #queue: DeliveryQueue | undefined
   #inFlight = 0
   #closed = false
 
@@ -98,9 +111,14 @@ export class WebhookNotifier {
     })
   }
 
-  /** Deliveries started or waiting (for tests and metrics). */
-  get pending (): number {
-    return this.#chains.size
+  /** Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. */
+  useQueue (queue: DeliveryQueue): void {
+    this.#queue = queue
+  }
+
+  /** Deliveries started or waiting (for tests and metrics); with a durable queue, those of every instance. */
+  async backlog (): Promise<number> {
+    return this.#taskChains.size + this.#chains.size + (await this.#queue?.pending() ?? 0)
   }
 
   /** Queues the task's current state for every config it has. Never throws, never waits. */
@@ -117,9 +135,17 @@ export class WebhookNotifier {
         this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'push configs could not be read')
         return
       }
-      for (const config of configs) {
-        this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${randomUUID()}` })
+      if (configs.length === 0) return
+      const queue = this.#queue
+      if (queue === undefined) {
+        for (const config of configs) {
+          this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${randomUUID()}` })
+        }
+        return
       }
+      await queue.add(task.id, record.version, task.status.state, body, configs).catch((err: unknown) => {
+        this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'webhook deliveries could not be queued')
+      })
     })
     this.#taskChains.set(task.id, next)
     next.finally(() => {
@@ -133,6 +159,8 @@ export class WebhookNotifier {
     let timer: NodeJS.Timeout | undefined
     await Promise.race([all, new Promise<void>(resolve => { timer = setTimeout(resolve, timeoutMs) })])
     clearTimeout(timer)
+    // The durable queue keeps what it could not deliver in time, for another instance or the next start.
+    await this.#queue?.close(timeoutMs)
     this.#closed = true
     for (const t of this.#timers) clearTimeout(t)
     this.#timers.clear()
@@ -155,39 +183,50 @@ export class WebhookNotifier {
 
   /** One delivery: attempts until success, a final failure, or retries run out. */
   async #deliver (delivery: Delivery, key: string): Promise<void> {
+    for (let attempt = 1; !this.#closed; attempt++) {
+      const report = await this.attemptOnce(delivery, attempt)
+      if (report.outcome === 'gone') this.#gone.add(key)
+      if (report.outcome !== 'retry') return
+      await this.#sleep(this.retryDelay(attempt, report.retryAfter))
+    }
+  }
+
+  /**
+   * One attempt of a delivery, logged, with the 410 rule applied (the config is removed). `retry` means another
+   * attempt is due and allowed: once `attempt` is past `max_retries` a retryable failure is final. The caller
+   * (this notifier's own loop, or the durable queue) schedules the retry with `retryDelay`.
+   */
+  async attemptOnce (delivery: Delivery, attempt: number): Promise<{ outcome: AttemptOutcome, retryAfter?: number }> {
     const { taskId, config } = delivery
     const checked = this.#opts.policy.checkUrl(config.url)
     if (!checked.ok) {
       this.#log.warn({ taskId, configId: config.id, reason: checked.reason }, 'webhook url refused at delivery')
-      return
+      return { outcome: 'final' }
     }
     const host = checked.url.host
-    for (let attempt = 1; attempt <= this.#opts.maxRetries + 1 && !this.#closed; attempt++) {
-      const result = await this.#attempt(delivery, checked.url)
-      if (result.outcome === 'delivered') {
-        this.#log.debug({ taskId, configId: config.id, host, attempt, status: result.status }, 'webhook delivered')
-        return
-      }
-      const fields = { taskId, configId: config.id, host, attempt, state: delivery.state, status: result.status, code: result.code }
-      if (result.outcome === 'gone') {
-        this.#gone.add(key)
-        this.#log.warn(fields, 'webhook gone: push config removed')
-        await this.#opts.store.remove(taskId, config.id).catch(err => {
-          this.#log.warn({ err, taskId, configId: config.id }, 'push config could not be removed')
-        })
-        return
-      }
-      if (result.outcome === 'final' || attempt > this.#opts.maxRetries) {
-        this.#log.warn(fields, 'webhook delivery failed')
-        return
-      }
-      this.#log.warn(fields, 'webhook delivery failed, will retry')
-      await this.#sleep(this.#delay(attempt, result.retryAfter))
+    const result = await this.#attempt(delivery, checked.url)
+    if (result.outcome === 'delivered') {
+      this.#log.debug({ taskId, configId: config.id, host, attempt, status: result.status }, 'webhook delivered')
+      return result
     }
+    const fields = { taskId, configId: config.id, host, attempt, state: delivery.state, status: result.status, code: result.code }
+    if (result.outcome === 'gone') {
+      this.#log.warn(fields, 'webhook gone: push config removed')
+      await this.#opts.store.remove(taskId, config.id).catch(err => {
+        this.#log.warn({ err, taskId, configId: config.id }, 'push config could not be removed')
+      })
+      return result
+    }
+    if (result.outcome === 'final' || attempt > this.#opts.maxRetries) {
+      this.#log.warn(fields, 'webhook delivery failed')
+      return { outcome: 'final' }
+    }
+    this.#log.warn(fields, 'webhook delivery failed, will retry')
+    return { outcome: 'retry', retryAfter: result.retryAfter }
   }
 
   /** The wait before retry number `attempt`: Retry-After when sane, else retry_delay × 2^(attempt-1) ± 20%. */
-  #delay (attempt: number, retryAfter: number | undefined): number {
+  retryDelay (attempt: number, retryAfter: number | undefined): number {
     if (retryAfter !== undefined) return retryAfter * 1000
     const base = this.#opts.retryDelaySeconds * 1000 * 2 ** (attempt - 1)
     return Math.round(base * (1 - JITTER + 2 * JITTER * this.#random()))

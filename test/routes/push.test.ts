@@ -187,7 +187,7 @@ t.test('a 404 is final after one attempt; a 410 removes the config; a 301 is not
     const app = await build(t, { config: pushConfig() })
     await call(app, 'message/send', { message: userMessage('x'), configuration: { pushNotificationConfig: { url: hook.url } } })
     await until(() => hook.received.length === attempts)
-    await until(() => app.a2aNotifier.pending === 0)
+    await until(async () => (await app.a2aNotifier.backlog()) === 0)
     t.same(hook.received.map(r => r.body.status.state), ['in_progress', 'completed'], `${status}: no retry, the next state still goes`)
     t.same(hook.received.map(r => r.path), ['/', '/'], `${status}: no redirect followed`)
   }
@@ -196,7 +196,7 @@ t.test('a 404 is final after one attempt; a 410 removes the config; a 301 is not
   const app = await build(t, { config: pushConfig() })
   const sent = await call(app, 'message/send', { message: userMessage('x'), configuration: { pushNotificationConfig: { url: hook.url } } })
   await until(async () => (await call(app, 'tasks/pushNotificationConfig/list', { id: sent.body.result.id })).body.result.length === 0)
-  await until(() => app.a2aNotifier.pending === 0)
+  await until(async () => (await app.a2aNotifier.backlog()) === 0)
   t.equal(hook.received.length, 1, 'after 410 nothing more is sent')
 })
 
@@ -212,7 +212,7 @@ t.test('a receiver that is down, too slow or answers 10 MB never touches the cal
     const res = await call(app, 'message/send', { message: userMessage('x'), configuration: { pushNotificationConfig: { url } } })
     t.equal(res.body.result.status.state, 'completed', url)
   }
-  await until(() => app.a2aNotifier.pending === 0, 1000)
+  await until(async () => (await app.a2aNotifier.backlog()) === 0, 1000)
   t.equal(huge.received.length, 2, 'the huge answers were read and dropped, both states delivered')
   const failed = logs.lines().filter(l => l.msg === 'webhook delivery failed')
   t.ok(failed.some(l => l.host === '127.0.0.1:1' && l.code === 'ECONNREFUSED'), 'connection refused is logged')
@@ -243,7 +243,7 @@ t.test('a name that resolves to a private address is refused at connect time (DN
   const url = `http://hooks.example.com:${hook.port}/hook`
   const res = await call(app, 'message/send', { message: userMessage('x'), configuration: { pushNotificationConfig: { url } } })
   t.equal(res.body.result.status.state, 'completed', 'the name was accepted at set time')
-  await until(() => app.a2aNotifier.pending === 0)
+  await until(async () => (await app.a2aNotifier.backlog()) === 0)
   t.equal(hook.received.length, 0)
   const refused = logs.lines().filter(l => l.msg === 'webhook delivery failed')
   t.same(refused.map(l => [l.code, l.attempt]), [['A2A_ERR_UNSAFE_ADDRESS', 1], ['A2A_ERR_UNSAFE_ADDRESS', 1]], 'refused once per state, never retried')

@@ -70,7 +70,7 @@ t.test('a Retry-After of 0 is honoured, and retries stop after max_retries', asy
   await store.put('task-1', { url: hook.url }, PUT)
   const { notifier: n1, logs } = notifier(t, store)
   n1.notify(record('completed'))
-  await until(() => hook.received.length === 3 && n1.pending === 0)
+  await until(async () => hook.received.length === 3 && (await n1.backlog()) === 0)
   const lines = logs.lines().filter(l => l.msg.startsWith('webhook delivery failed'))
   t.same(lines.map(l => [l.msg, l.attempt, l.status]), [
     ['webhook delivery failed, will retry', 1, 503],

@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto'
+import { DelayedError, Queue, Worker, type Job } from 'bullmq'
+import type { Redis } from 'ioredis'
+import type { Logger } from '../logger.js'
+import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
+import type { PushConfigStore, StoredPushConfig } from './store.js'
+
+export interface DurableDeliveryQueueOptions {
+  /** Borrowed: the queue adds jobs through it; the worker opens its own connections from it (and closes them). */
+  client: Redis
+  /** Prefix of BullMQ's keys, e.g. `a2a:push:bull`. */
+  prefix: string
+  /** Makes each attempt: the same headers, signing, URL checks, logging and 410 rule as in-process delivery. */
+  notifier: WebhookNotifier
+  store: PushConfigStore
+  /** Retries after the first attempt (`push_notifications.config.max_retries`). */
+  maxRetries: number
+  /** Attempts in flight at once in this instance (`push_notifications.config.max_in_flight`). */
+  concurrency: number
+  /** How long the ordering links are kept: a task's lifetime (`tasks.ttl`), seconds. */
+  ttlSeconds: number
+  log: Logger
+}
+
+interface DeliveryJob {
+  taskId: string
+  configId: string
+  state: string
+  body: string
+  /** `webhook-id`: the same for every attempt of this delivery. */
+  webhookId: string
+  /** Job id of the previous delivery to the same (task, config): this one waits until it has settled. */
+  prev: string | null
+}
+
+const QUEUE_NAME = 'webhooks'
+const BACKOFF = 'a2a'
+/** How long a delivery waits before looking again at the previous one of its (task, config). */
+const ORDER_WAIT_MS = 100
+/** States of a job that has not settled yet. */
+const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'])
+/** Settled jobs are kept this long, so that a late duplicate add of the same id is still recognised. */
+const KEEP_COMPLETED_S = 3600
+const KEEP_FAILED_S = 86_400
+/** BullMQ's lock on an active delivery; the worker renews it every half of it while the attempt runs. */
+const LOCK_MS = 10_000
+
+/**
+ * Webhook deliveries as BullMQ jobs in Redis (CONTRACT.md §10): they survive the death of the instance that queued
+ * them, and any instance's worker makes them.
+ * - Exactly once per (task, state, config): the job id is derived from the three (the task's version after the
+ *   change names the state), and only the instance whose write made the change queues it.
+ * - The retry schedule of §8.3 is BullMQ's custom backoff: `retry_delay` × 2^n ± 20%, or a sane `Retry-After`.
+ * - In order per (task, config): each job names the one queued before it for the same pair, and waits (without
+ *   spending an attempt) until that one has settled.
+ */
+export class DurableDeliveryQueue implements DeliveryQueue {
+  readonly #opts: DurableDeliveryQueueOptions
+  readonly #queue: Queue<DeliveryJob>
+  readonly #worker: Worker<DeliveryJob>
+  readonly #workerClient: Redis
+  readonly #linkPrefix: string
+
+  constructor (opts: DurableDeliveryQueueOptions) {
+    this.#opts = opts
+    this.#linkPrefix = `${opts.prefix}:last:`
+    this.#queue = new Queue<DeliveryJob>(QUEUE_NAME, { connection: opts.client, prefix: opts.prefix })
+    this.#queue.on('error', err => opts.log.warn({ err }, 'webhook queue error'))
+    // Workers block on Redis: BullMQ needs a connection that retries forever and has no command timeout.
+    this.#workerClient = opts.client.duplicate({ maxRetriesPerRequest: null, commandTimeout: undefined, enableOfflineQueue: true })
+    this.#workerClient.on('error', () => {})
+    this.#worker = new Worker<DeliveryJob>(QUEUE_NAME, (job, token) => this.#process(job, token), {
+      connection: this.#workerClient,
+      prefix: opts.prefix,
+      concurrency: opts.concurrency,
+      // An attempt caught by a dying instance is taken over once its lock lapses unrenewed: within about 15 s.
+      lockDuration: LOCK_MS,
+      stalledInterval: LOCK_MS / 2,
+      settings: {
+        backoffStrategy: (attemptsMade, _type, err) =>
+          opts.notifier.retryDelay(attemptsMade, (err as { retryAfter?: number } | undefined)?.retryAfter)
+      }
+    })
+    this.#worker.on('error', err => opts.log.warn({ err }, 'webhook worker error'))
+  }
+
+  async add (taskId: string, version: number, state: string, body: string, configs: StoredPushConfig[]): Promise<void> {
+    const client = this.#opts.client
+    const ttlMs = this.#opts.ttlSeconds * 1000
+    const jobs = []
+    for (const config of configs) {
+      const jobId = deliveryJobId(taskId, version, config.id)
+      // SET … GET: this job becomes the last of its (task, config), and learns the one before it, in one step.
+      const prev = await client.call('SET', `${this.#linkPrefix}${taskId}:${config.id}`, jobId, 'PX', ttlMs, 'GET') as string | null
+      jobs.push({
+        name: state,
+        data: { taskId, configId: config.id, state, body, webhookId: `msg_${jobId}`, prev: prev === jobId ? null : prev },
+        opts: {
+          jobId,
+          attempts: this.#opts.maxRetries + 1,
+          backoff: { type: BACKOFF },
+          removeOnComplete: { age: KEEP_COMPLETED_S },
+          removeOnFail: { age: KEEP_FAILED_S }
+        }
+      })
+    }
+    await this.#queue.addBulk(jobs)
+  }
+
+  /** Jobs not yet settled, all instances together (tests, metrics). */
+  async pending (): Promise<number> {
+    const counts = await this.#queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized')
+    return Object.values(counts).reduce((a, b) => a + b, 0)
+  }
+
+  /**
+   * Lets active attempts finish for up to `timeoutMs`, then stops. What is still queued stays in Redis, for the
+   * other instances or the next start. Bounded even when Redis stalls: past the bound, the worker's connections are
+   * dropped (BullMQ's own close would wait on them for ever).
+   */
+  async close (timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    const closed = (async () => {
+      await this.#worker.close()
+      await this.#queue.close()
+    })().catch((err: unknown) => this.#opts.log.warn({ err }, 'webhook queue did not close cleanly'))
+    const done = await Promise.race([closed.then(() => true), new Promise<boolean>(resolve => { timer = setTimeout(resolve, timeoutMs, false) })])
+    clearTimeout(timer)
+    if (!done) {
+      await this.#worker.disconnect().catch((err: unknown) => this.#opts.log.warn({ err }, 'webhook worker did not disconnect'))
+    }
+    this.#workerClient.disconnect()
+  }
+
+  async #process (job: Job<DeliveryJob>, token: string | undefined): Promise<void> {
+    const { data } = job
+    if (data.prev !== null && PENDING.has(await this.#queue.getJobState(data.prev))) {
+      await job.moveToDelayed(Date.now() + ORDER_WAIT_MS, token)
+      throw new DelayedError()
+    }
+    const config = await this.#opts.store.get(data.taskId, data.configId)
+    if (config === null) {
+      this.#opts.log.debug({ taskId: data.taskId, configId: data.configId }, 'push config gone: delivery dropped')
+      return
+    }
+    const delivery = { taskId: data.taskId, config, body: data.body, state: data.state, id: data.webhookId }
+    const report = await this.#opts.notifier.attemptOnce(delivery, job.attemptsMade + 1)
+    // A throw is BullMQ's signal to retry on the custom backoff; `attemptOnce` only says retry while one is left.
+    if (report.outcome === 'retry') throw Object.assign(new Error('webhook delivery will be retried'), { retryAfter: report.retryAfter })
+  }
+}
+
+/** `<task>.<version>.<config>`: BullMQ ids may not contain `:`, and a client-chosen config id may; those are hashed. */
+export function deliveryJobId (taskId: string, version: number, configId: string): string {
+  const config = /^[\w-]{1,64}$/.test(configId) ? configId : createHash('sha256').update(configId).digest('base64url')
+  return `${taskId}.${version}.${config}`
+}

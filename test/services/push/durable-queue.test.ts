@@ -1,0 +1,110 @@
+import pino from 'pino'
+import t from 'tap'
+import type { Task } from '../../../schemas/task.js'
+import { DurableDeliveryQueue, deliveryJobId } from '../../../services/push/durable-queue.js'
+import { MemoryPushConfigStore } from '../../../services/push/memory-store.js'
+import { WebhookNotifier } from '../../../services/push/notifier.js'
+import type { PushConfigStore } from '../../../services/push/store.js'
+import { createUrlPolicy } from '../../../services/push/url-policy.js'
+import type { StoredTask } from '../../../services/tasks/store.js'
+import { logCapture, privateRedis, receiver, redisDb, until } from '../../helper.js'
+
+// This file owns Redis db 3.
+const DB = 3
+
+function record (state: Task['status']['state'], version: number, id = 'task-1'): StoredTask {
+  const task: Task = { id, contextId: 'c', kind: 'task', status: { state, timestamp: new Date().toISOString() }, artifacts: [], history: [], metadata: null }
+  return { task, owner: 'o', version, createdAt: 0, updatedAt: 0 }
+}
+
+/** A notifier whose deliveries go through a durable queue on `client`, as the plugin wires them. */
+function durable (t: { teardown (fn: () => unknown): void }, client: import('ioredis').Redis, store: PushConfigStore) {
+  const logs = logCapture()
+  const log = pino({ level: 'debug' }, logs.stream)
+  const notifier = new WebhookNotifier({
+    store,
+    policy: createUrlPolicy({ validateUrls: true, requireHttps: false, allowedDomains: [], allowedNetworks: ['127.0.0.0/8'] }),
+    log,
+    dialect: 'default',
+    timeoutSeconds: 2,
+    maxRetries: 2,
+    retryDelaySeconds: 0.01,
+    defaultHeaders: {},
+    signingSecret: 'durable-test-secret',
+    maxInFlight: 8
+  })
+  const queue = new DurableDeliveryQueue({ client, prefix: 'dq', notifier, store, maxRetries: 2, concurrency: 8, ttlSeconds: 60, log })
+  notifier.useQueue(queue)
+  t.teardown(() => notifier.close(0))
+  return { notifier, queue, logs }
+}
+
+t.test('job ids are <task>.<version>.<config>; a config id BullMQ cannot take is hashed', async t => {
+  t.equal(deliveryJobId('t1', 3, 'default'), 't1.3.default')
+  const odd = deliveryJobId('t1', 3, 'a:b')
+  t.match(odd, /^t1\.3\.[\w-]{43}$/)
+  t.equal(deliveryJobId('t1', 3, 'a:b'), odd, 'the same config id always gives the same job id')
+  t.not(deliveryJobId('t1', 3, 'a:c'), odd)
+})
+
+t.test('queued deliveries are made in order, once each, even when the same state is queued twice', async t => {
+  const client = await redisDb(t, DB)
+  const hook = await receiver(t)
+  const store = new MemoryPushConfigStore()
+  await store.put('task-1', { url: `${hook.url}/a` }, { maxPerTask: 10 })
+  const { notifier } = durable(t, client, store)
+  notifier.notify(record('in_progress', 2))
+  notifier.notify(record('in_progress', 2))
+  notifier.notify(record('completed', 3))
+  await until(() => hook.received.length >= 2)
+  await until(async () => await notifier.backlog() === 0)
+  t.same(hook.received.map(r => r.body.status.state), ['in_progress', 'completed'])
+})
+
+t.test('a failed attempt is retried on the schedule, as a BullMQ backoff, with the same webhook-id', async t => {
+  const client = await redisDb(t, DB)
+  const hook = await receiver(t)
+  hook.script(503, async () => ({ status: 429, headers: { 'retry-after': '0' } }), 200)
+  const store = new MemoryPushConfigStore()
+  await store.put('task-1', { url: `${hook.url}/retry` }, { maxPerTask: 10 })
+  const { notifier, logs } = durable(t, client, store)
+  notifier.notify(record('completed', 2))
+  await until(() => hook.received.length >= 3)
+  await until(async () => await notifier.backlog() === 0)
+  t.equal(hook.received.length, 3, 'two retries, then delivered')
+  const ids = hook.received.map(r => r.headers['webhook-id'])
+  t.match(ids[0], /^msg_task-1\.2\./)
+  t.same(ids, [ids[0], ids[0], ids[0]], 'every attempt carries the same webhook-id')
+  const retries = logs.lines().filter(l => l.msg === 'webhook delivery failed, will retry')
+  t.match(retries, [{ attempt: 1, status: 503 }, { attempt: 2, status: 429 }])
+})
+
+t.test('a delivery whose push config was deleted before its turn is dropped', async t => {
+  const client = await redisDb(t, DB)
+  const hook = await receiver(t)
+  const store = new MemoryPushConfigStore()
+  const { config } = await store.put('task-1', { url: `${hook.url}/gone` }, { maxPerTask: 10 })
+  const { queue, logs } = durable(t, client, store)
+  await store.remove('task-1', config.id)
+  await queue.add('task-1', 2, 'in_progress', JSON.stringify(record('in_progress', 2).task), [config])
+  await until(async () => await queue.pending() === 0)
+  await until(() => logs.lines().some(l => l.msg === 'push config gone: delivery dropped'))
+  t.equal(hook.received.length, 0)
+})
+
+t.test('when the queue cannot be reached, the deliveries are logged as not queued and the caller never sees it', async t => {
+  const redis = await privateRedis(t)
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url, { commandTimeout: 300, maxRetriesPerRequest: 0, showFriendlyErrorStack: true })
+  client.on('error', () => {})
+  t.teardown(() => client.disconnect())
+  const store = new MemoryPushConfigStore()
+  await store.put('task-1', { url: 'http://127.0.0.1:9/never' }, { maxPerTask: 10 })
+  const { notifier, logs } = durable(t, client, store)
+  redis.stop()
+  notifier.notify(record('completed', 2))
+  await until(() => logs.lines().some(l => l.msg === 'webhook deliveries could not be queued'))
+  const line = logs.lines().find(l => l.msg === 'webhook deliveries could not be queued')
+  t.match(line, { level: 40, taskId: 'task-1', state: 'completed' })
+  redis.resume()
+})
