@@ -7,6 +7,7 @@ import { validateConfig } from './services/config/load.js'
 import {
   MemoryFailureWindows, MemoryTokenBuckets, RedisFailureWindows, RedisTokenBuckets, type FailureWindows, type TokenBuckets
 } from './services/auth/limits.js'
+import { MemoryStreamSlots, RedisStreamSlots, type StreamSlots } from './services/auth/stream-slots.js'
 import { InvalidPluginOptions } from './services/errors.js'
 import type { Redis } from 'ioredis'
 import methodsPlugin from './plugins/methods.js'
@@ -73,7 +74,7 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
   await fastify.register(ssePlugin, {
     maxStreams: config.server.max_streams,
-    maxPerPrincipal: config.security.enabled ? config.security.rate_limit.max_streams_per_principal : undefined,
+    slots: streamSlotsOf(config, fastify),
     heartbeatMs: config.server.heartbeat_interval * 1000,
     // Streams wait for the task drain at shutdown, so they see their tasks finish.
     beforeShutdown: () => fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
@@ -109,6 +110,19 @@ function limitsOf (config: A2AConfig, redis: Redis | null): { buckets?: TokenBuc
     ? new MemoryTokenBuckets(bucketOptions)
     : new RedisTokenBuckets(redis, { ...bucketOptions, keyPrefix: `${RATE_PREFIX}bucket:` })
   return { buckets, failures }
+}
+
+/**
+ * Open streams per principal (CONTRACT.md §9), with security on only: counted in Redis when one is configured, so
+ * the limit holds across instances (CONTRACT.md §10).
+ */
+function streamSlotsOf (config: A2AConfig, fastify: FastifyInstance): StreamSlots | undefined {
+  if (!config.security.enabled) return undefined
+  const max = config.security.rate_limit.max_streams_per_principal
+  const redis = fastify.a2aRedis
+  return redis === null
+    ? new MemoryStreamSlots(max)
+    : new RedisStreamSlots(redis, { max, keyPrefix: `${RATE_PREFIX}streams:`, log: fastify.log.child({ component: 'stream-slots' }) })
 }
 
 /** What `/ready` asks: every backend in use (CONTRACT.md §3). */

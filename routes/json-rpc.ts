@@ -103,23 +103,26 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
    */
   async function stream (request: FastifyRequest, reply: FastifyReply, req: JsonRpcRequest, method: RegisteredMethod) {
     const principal = request.a2aPrincipal as Principal
-    if (streams.full || streams.fullFor(principal.id)) {
-      const data = streams.full ? 'server.max_streams reached' : 'too many open streams for this principal'
-      throw Object.assign(new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' }), { id: req.id })
-    }
+    const tooMany = (data: string) =>
+      Object.assign(new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' }), { id: req.id })
+    if (streams.full) throw tooMany('server.max_streams reached')
+    let release: (() => void) | null = null
     let source: EventSource
     try {
       resolveMethod(registry, req, principal)
+      release = await streams.reserve(principal.id)
+      if (release === null) throw tooMany('too many open streams for this principal')
       audited(request, req.method)
       source = await method.handler(req.params, { principal, log: request.log, id: req.id }) as EventSource
     } catch (err) {
+      release?.()
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
       if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })
       streams.error(reply, failure(req.id, error))
       return reply
     }
-    streams.open(reply, req.id, source, principal.id)
+    streams.open(reply, req.id, source, release)
     return reply
   }
 

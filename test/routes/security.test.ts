@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { A2AConfigInput } from '../../index.js'
-import { buildLogged, listen, logCapture, rpc, userMessage } from '../helper.js'
+import { buildLogged, listen, logCapture, rpc, until, userMessage } from '../helper.js'
 import { stubIdp } from '../services/auth/idp.js'
 
 const API_KEY = 'key-alpha-0123456789'
@@ -80,6 +80,18 @@ t.test('scopes go through the hierarchy: 403 names the missing scope, admin reac
   t.not(admin.status, 403, 'admin implies every scope')
   const scopeLine = logs.lines().find(l => l.msg === 'scope denied')
   t.match(scopeLine, { audit: true, principal: 'reader', scheme: 'api_key', method: 'capabilities', outcome: 'denied' })
+})
+
+t.test('a streaming method that needs a scope answers a caller without it with JSON 403, audited, before any SSE byte', async t => {
+  const { app, logs } = await buildLogged(t, { config: secured({ method_scopes: { 'message/stream': ['agent:execute'] } }) })
+  const denied = await post(app, rpc('message/stream', { message: userMessage('x') }, 's'), { 'x-api-key': READER_KEY })
+  t.equal(denied.status, 403)
+  t.match(denied.headers['content-type'], /application\/json/)
+  t.same(denied.body, { jsonrpc: '2.0', id: 's', error: { code: -32011, message: 'Insufficient scope', data: 'needs scope agent:execute' } })
+  t.match(logs.lines().find(l => l.msg === 'scope denied'), { audit: true, principal: 'reader', method: 'message/stream', outcome: 'denied' })
+  const allowed = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': API_KEY }, payload: rpc('message/stream', { message: userMessage('x') }) })
+  t.equal(allowed.statusCode, 200, 'agent:admin implies agent:execute')
+  t.match(allowed.headers['content-type'], /text\/event-stream/)
 })
 
 t.test('the built-in agent refuses a tool the caller may not use', async t => {
@@ -230,4 +242,36 @@ t.test('with Redis configured, two instances share the request buckets', async t
 t.test('rate limiting off lets a principal through without a bucket', async t => {
   const { app } = await buildLogged(t, { config: secured({ rate_limit: { enabled: false, burst: 1 } }) })
   for (let i = 0; i < 3; i++) t.equal((await post(app, rpc('status'), { 'x-api-key': API_KEY })).status, 200)
+})
+
+t.test('with Redis configured, the open-stream limit per principal holds across instances', async t => {
+  const { redisDb } = await import('../helper.js')
+  await redisDb(t, 14)
+  const config = {
+    ...secured({ rate_limit: { max_streams_per_principal: 1 } }),
+    agent: { name: 'Slow', delay_ms: 60_000 },
+    server: { shutdown_timeout: 0.1 },
+    services: { cache: { type: 'cache' as const, url: 'redis://127.0.0.1:6379', db: 14 } }
+  }
+  const a = await listen(t, { config })
+  const b = await listen(t, { config })
+  const headers = { 'content-type': 'application/json', 'x-api-key': API_KEY }
+  const open = (url: string, signal?: AbortSignal) =>
+    fetch(url, { method: 'POST', signal, headers, body: JSON.stringify(rpc('message/stream', { message: userMessage('x') })) })
+  const ac = new AbortController()
+  t.equal((await open(a.url, ac.signal)).status, 200)
+  const refused = await open(b.url)
+  t.equal(refused.status, 429, 'the stream open on A counts on B')
+  t.match(await refused.json(), { error: { code: -32012, data: 'too many open streams for this principal' } })
+  ac.abort()
+  await until(() => a.app.a2aStreams.size === 0)
+  const again = new AbortController()
+  await until(async () => {
+    const res = await open(b.url, again.signal)
+    if (res.status === 200) return true
+    await res.text()
+    return false
+  })
+  t.equal(b.app.a2aStreams.size, 1, 'once A\'s stream is gone, B may open one')
+  again.abort()
 })
