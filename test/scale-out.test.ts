@@ -1,0 +1,104 @@
+import t from 'tap'
+import type { A2AConfigInput, AgentExecutor } from '../index.js'
+import { build, call, listen, postStream, receiver, redisDb, rpc, until, userMessage } from './helper.js'
+
+// This file owns Redis db 8.
+const DB = 8
+
+function shared (extra: A2AConfigInput = {}): A2AConfigInput {
+  return {
+    services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
+    tasks: { backend: 'kvcache' },
+    push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
+    server: { shutdown_timeout: 0.5 },
+    ...extra
+  }
+}
+
+/** An executor both instances run: waits for input on "ask", waits for cancel on "hang", echoes the rest. */
+const executor: AgentExecutor = async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'ask') {
+    yield { kind: 'status', state: 'input_required', message: 'and then?' }
+    return
+  }
+  if (text === 'hang') {
+    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  if (text.startsWith('slow')) await new Promise(resolve => setTimeout(resolve, 200))
+  yield `echo: ${text}`
+}
+
+t.test('two instances sharing one Redis serve every task from either side', async t => {
+  await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  const b = await listen(t, { executor, config: shared() })
+
+  const sent = await call(a.app, 'message/send', { message: userMessage('hello') })
+  t.equal(sent.body.result.status.state, 'completed')
+  const got = await call(b.app, 'tasks/get', { id: sent.body.result.id })
+  t.same(got.body.result, sent.body.result, 'send on A, get on B')
+  const listed = await call(b.app, 'tasks/list', {})
+  t.same(listed.body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
+
+  const asked = await call(a.app, 'message/send', { message: userMessage('ask') })
+  t.equal(asked.body.result.status.state, 'input_required')
+  const answered = await call(b.app, 'message/send', { message: userMessage('more', { taskId: asked.body.result.id }) })
+  t.equal(answered.body.result.status.state, 'completed', 'an input_required task created on A continues on B')
+  t.equal(answered.body.result.history.length, 2)
+
+  const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const id = hanging.body.result.id
+  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const following = postStream(b.url, rpc('tasks/resubscribe', { id }))
+  await until(() => b.app.a2aStreams.size === 1)
+  const canceled = await call(b.app, 'tasks/cancel', { id })
+  t.equal(canceled.body.result.status.state, 'canceled', 'cancel on B of a task running on A')
+  await until(() => a.app.a2aTasks.running === 0)
+  const stream = await following
+  t.equal(stream.events[stream.events.length - 1].result.status.state, 'canceled')
+})
+
+t.test('a stream on A and a resubscribe on B see the same events, in order', async t => {
+  await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  const b = await listen(t, { executor, config: shared() })
+  const gate = await call(a.app, 'message/send', { message: userMessage('ask') })
+  const id = gate.body.result.id
+  const onA = postStream(a.url, rpc('message/stream', { message: userMessage('slow one', { taskId: id }) }))
+  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const onB = await postStream(b.url, rpc('tasks/resubscribe', { id }))
+  const streamA = await onA
+  const lastA = streamA.events[streamA.events.length - 1].result
+  const lastB = onB.events[onB.events.length - 1].result
+  t.equal(lastA.status.state, 'completed')
+  t.same(lastB, lastA, 'B ends with the same final task')
+})
+
+t.test('20 concurrent tasks with push configs over both instances: every state delivered exactly once', async t => {
+  await redisDb(t, DB)
+  const hook = await receiver(t)
+  const a = await build(t, { executor, config: shared() })
+  const b = await build(t, { executor, config: shared() })
+  const sends = Array.from({ length: 20 }, (_, i) => call(i % 2 === 0 ? a : b, 'message/send', {
+    message: userMessage(`task ${i}`),
+    configuration: { pushNotificationConfig: { url: `${hook.url}/hook` } }
+  }))
+  const tasks = (await Promise.all(sends)).map(r => r.body.result)
+  t.ok(tasks.every(x => x.status.state === 'completed'))
+  await until(() => hook.received.length >= 40)
+  // Give any duplicate a chance to show up before counting.
+  await until(async () => (await Promise.all([a, b].map(app => app.a2aNotifier.backlog()))).every(p => p === 0))
+  const seen = new Map<string, number>()
+  for (const r of hook.received) {
+    const key = `${r.body.id}/${r.body.status.state}`
+    seen.set(key, (seen.get(key) ?? 0) + 1)
+  }
+  t.equal(seen.size, 40, 'in_progress and completed for each of the 20 tasks')
+  t.ok([...seen.values()].every(n => n === 1), 'each exactly once')
+  for (const task of tasks) {
+    const states = hook.received.filter(r => r.body.id === task.id).map(r => r.body.status.state)
+    t.same(states, ['in_progress', 'completed'], `in order for ${task.id}`)
+  }
+})
