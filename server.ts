@@ -28,6 +28,12 @@ export const REDACT_PATHS = [
 
 /** Past `shutdown_timeout`, a close that still hangs is cut short this much later, with exit code 1. */
 const FORCE_EXIT_MARGIN_MS = 5_000
+/** Request headers must arrive within this, or `server.request_timeout` when that is shorter. */
+const MAX_HEADERS_TIMEOUT_S = 10
+const CONNECTIONS_CHECK_MS = 1_000
+const IDLE_MARGIN_S = 5
+/** Longer than the idle timeouts of the usual load balancers (60 s), so they close first. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000
 
 /** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
@@ -40,8 +46,16 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     bodyLimit: config.server.max_request_size,
     // The time to receive a whole request; a response (an SSE stream included) is not cut by it.
     requestTimeout: config.server.request_timeout * 1000,
-    connectionTimeout: (config.server.request_timeout + 5) * 1000,
-    keepAliveTimeout: 72_000,
+    http: {
+      // Slowloris: a client that trickles its headers is cut off once they take longer than this.
+      headersTimeout: Math.min(MAX_HEADERS_TIMEOUT_S, config.server.request_timeout) * 1000,
+      // How often Node looks for requests past those two timeouts (its default, 30 s, lets them linger).
+      connectionsCheckingInterval: CONNECTIONS_CHECK_MS
+    },
+    // An idle socket is closed: longer than a blocking send may wait, and than the gap between SSE keep-alives.
+    connectionTimeout: (Math.max(config.server.request_timeout, config.server.heartbeat_interval) + IDLE_MARGIN_S) * 1000,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    trustProxy: config.server.trust_proxy,
     return503OnClosing: true,
     forceCloseConnections: 'idle'
   })

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { A2AConfig } from '../schemas/config.js'
-import { createRedisClient, quitWithin, redisService } from '../services/redis.js'
+import { redisService } from '../services/config/redis-service.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -26,15 +26,17 @@ const QUIT_TIMEOUT_MS = 2_000
  */
 const redisPlugin: FastifyPluginAsync<RedisPluginOptions> = async (fastify, opts) => {
   const service = redisService(opts.config)
-  const owned = opts.redis === undefined && service !== undefined
-    ? createRedisClient(service, { log: fastify.log.child({ component: 'redis' }) })
-    : undefined
-  fastify.decorate('a2aRedis', opts.redis ?? owned ?? null)
-  if (owned !== undefined) {
-    fastify.addHook('onClose', async () => {
-      await quitWithin(owned, QUIT_TIMEOUT_MS, fastify.log)
-    })
+  if (opts.redis !== undefined || service === undefined) {
+    fastify.decorate('a2aRedis', opts.redis ?? null)
+    return
   }
+  // Loaded only when Redis is configured: ioredis costs memory a memory-only agent need not pay.
+  const { createRedisClient, quitWithin } = await import('../services/redis.js')
+  const owned = createRedisClient(service, { log: fastify.log.child({ component: 'redis' }) })
+  fastify.decorate('a2aRedis', owned)
+  fastify.addHook('onClose', async () => {
+    await quitWithin(owned, QUIT_TIMEOUT_MS, fastify.log)
+  })
 }
 
 export default fp(redisPlugin, { name: 'a2a-redis', fastify: '5.x' })

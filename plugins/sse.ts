@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { ServerResponse } from 'node:http'
+import type { StreamSlots } from '../services/auth/stream-slots.js'
+import { MAX_QUEUED_BYTES, type StreamSink } from '../services/tasks/task-stream.js'
 import type { JsonRpcFailure } from '../services/json-rpc/dispatch.js'
 import type { JsonRpcId } from '../services/json-rpc/registry.js'
 
@@ -13,7 +15,9 @@ declare module 'fastify' {
 
 /** What the hub streams: a source of serialized JSON-RPC results (see services/tasks/task-stream.ts). */
 export interface EventSource {
-  attach (sink: { write (resultJson: string): boolean, end (): void }): void
+  attach (sink: StreamSink): void
+  /** The consumer has caught up after a write returned false. */
+  drain (): void
   /** Stops the source (client gone or stream cut); idempotent. */
   close (): void
   /** The current state, serialized, sent last when the server shuts down. */
@@ -27,11 +31,13 @@ export interface SsePluginOptions {
   heartbeatMs: number
   /** A consumer that lets more than this queue up is cut off (CONTRACT.md §7: 1 MiB). */
   maxQueuedBytes?: number
-  /** Open streams per principal (CONTRACT.md §9: 10 with security on); no limit when absent. */
-  maxPerPrincipal?: number
+  /** Open streams per principal (CONTRACT.md §9: 10 with security on, shared through Redis); no limit when absent. */
+  slots?: StreamSlots
   /** Awaited in `preClose` before the streams are ended: the task drain, so streams see tasks finish. */
   beforeShutdown?: () => Promise<void>
 }
+
+const noop = (): void => {}
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -40,14 +46,14 @@ const SSE_HEADERS = {
   connection: 'keep-alive'
 }
 
-const MAX_QUEUED_BYTES = 1024 * 1024
 const KEEP_ALIVE = ': keep-alive\n\n'
 /** How often idle streams are looked for: a keep-alive goes out at most this late. */
 const HEARTBEAT_TICK_MS = 1000
 
 interface OpenStream {
   readonly res: ServerResponse
-  readonly owner: string
+  /** Gives the principal's stream slot back. */
+  readonly release: () => void
   readonly prefix: string
   readonly source: EventSource
   lastWrite: number
@@ -56,8 +62,7 @@ interface OpenStream {
 /** Tracks every open stream; one timer serves the heartbeats of all. */
 export class StreamHub {
   readonly #streams = new Set<OpenStream>()
-  readonly #perOwner = new Map<string, number>()
-  readonly #maxPerOwner: number
+  readonly #slots: StreamSlots | undefined
   readonly #maxStreams: number
   readonly #heartbeatMs: number
   readonly #maxQueued: number
@@ -67,7 +72,7 @@ export class StreamHub {
     this.#maxStreams = opts.maxStreams
     this.#heartbeatMs = opts.heartbeatMs
     this.#maxQueued = opts.maxQueuedBytes ?? MAX_QUEUED_BYTES
-    this.#maxPerOwner = opts.maxPerPrincipal ?? Infinity
+    this.#slots = opts.slots
   }
 
   get size (): number {
@@ -78,29 +83,34 @@ export class StreamHub {
     return this.#streams.size >= this.#maxStreams
   }
 
-  /** Whether this principal already has its most open streams. */
-  fullFor (owner: string): boolean {
-    return (this.#perOwner.get(owner) ?? 0) >= this.#maxPerOwner
+  /**
+   * Takes one of the principal's stream slots: the function that gives it back (pass it to `open`), or null when
+   * the principal has all its streams open. Throws StorageUnavailable when the shared count cannot be read.
+   */
+  async reserve (owner: string): Promise<(() => void) | null> {
+    return this.#slots === undefined ? noop : await this.#slots.take(owner)
   }
 
   /**
    * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id.
-   * `owner` is the principal the stream counts against.
+   * `release` (from `reserve`) is called once the stream is gone.
    */
-  open (reply: FastifyReply, id: JsonRpcId, source: EventSource, owner = ''): void {
+  open (reply: FastifyReply, id: JsonRpcId, source: EventSource, release: () => void = noop): void {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, SSE_HEADERS)
     res.flushHeaders()
-    this.#perOwner.set(owner, (this.#perOwner.get(owner) ?? 0) + 1)
-    const stream: OpenStream = { res, owner, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now() }
+    const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now() }
     this.#streams.add(stream)
     this.#ensureTimer()
     // A client that goes away only ends its stream: the task goes on (CONTRACT.md §6).
     res.once('close', () => this.#drop(stream))
+    res.on('drain', () => source.drain())
     source.attach({
       write: json => this.#write(stream, stream.prefix + json + '}\n\n'),
-      end: () => this.#end(stream)
+      end: () => this.#end(stream),
+      queued: () => res.writableLength,
+      abort: () => this.#cut(stream)
     })
   }
 
@@ -129,12 +139,16 @@ export class StreamHub {
     const ok = stream.res.write(chunk)
     stream.lastWrite = Date.now()
     if (!ok && stream.res.writableLength > this.#maxQueued) {
-      // The consumer is not reading: cut it off rather than buffer without bound. The task continues.
-      stream.res.destroy()
-      this.#drop(stream)
+      this.#cut(stream)
       return false
     }
     return ok
+  }
+
+  /** The consumer is not reading: cut it off rather than buffer without bound. The task continues. */
+  #cut (stream: OpenStream): void {
+    stream.res.destroy()
+    this.#drop(stream)
   }
 
   #end (stream: OpenStream): void {
@@ -145,9 +159,7 @@ export class StreamHub {
 
   #drop (stream: OpenStream): void {
     if (!this.#streams.delete(stream)) return
-    const left = (this.#perOwner.get(stream.owner) as number) - 1
-    if (left === 0) this.#perOwner.delete(stream.owner)
-    else this.#perOwner.set(stream.owner, left)
+    stream.release()
     stream.source.close()
     if (this.#streams.size === 0) this.close()
   }
@@ -176,6 +188,9 @@ const ssePlugin: FastifyPluginAsync<SsePluginOptions> = async (fastify, opts) =>
     if (opts.beforeShutdown !== undefined) await opts.beforeShutdown()
     hub.endAll()
     hub.close()
+  })
+  fastify.addHook('onClose', async () => {
+    await opts.slots?.close()
   })
 }
 

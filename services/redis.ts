@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import type { A2AConfig, CacheService } from '../schemas/config.js'
+import type { CacheService } from '../schemas/config.js'
 import type { Logger } from './logger.js'
 
 export interface RedisClientOptions {
@@ -78,9 +78,4 @@ export async function quitWithin (client: Redis, ms: number, log?: Logger): Prom
     client.stream?.destroy()
     log?.warn({ timeoutMs: ms }, 'redis did not quit in time: disconnecting')
   }
-}
-
-/** The first `services` entry with `type: cache`: the Redis of the kvcache backends (CONTRACT.md §8.1). */
-export function redisService (config: A2AConfig): CacheService | undefined {
-  return Object.values(config.services).find(service => service.type === 'cache')
 }

@@ -14,9 +14,15 @@ const METHODS = ['message/send', 'message/stream', 'tasks/get', 'tasks/cancel', 
 // 401: agent/getAuthenticatedExtendedCard for the anonymous caller (CONTRACT.md §5).
 const TRANSPORT = new Set([200, 400, 401, 413, 415])
 
+// With security on, also: 403 (scope), 429 (failed authentications from one address).
+const SECURED = new Set([...TRANSPORT, 403, 429])
+
+/** An answer must come within this: a request that takes longer counts as a hang. */
+const HANG_MS = 10_000
+
 /** Checks one answer: a documented status and, for JSON, a JSON-RPC 2.0 envelope. */
-function checkAnswer (status: number, type: string | undefined, body: string): void {
-  if (!TRANSPORT.has(status)) throw new Error(`status ${status}: ${body.slice(0, 200)}`)
+function checkAnswer (status: number, type: string | undefined, body: string, allowed = TRANSPORT): void {
+  if (!allowed.has(status)) throw new Error(`status ${status}: ${body.slice(0, 200)}`)
   if (type?.startsWith('text/event-stream')) {
     for (const block of body.split('\n\n').filter(Boolean)) {
       if (!block.startsWith('data: ')) throw new Error(`not an SSE event: ${block.slice(0, 100)}`)
@@ -87,18 +93,67 @@ const rawText = fc.oneof(
   fc.constant('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user","messageId":"m","parts":[{"kind":"text","text":"' + 'x'.repeat(1_000_000) + '"}]}}}')
 )
 
+/** Fails a request that does not answer within HANG_MS, instead of letting the test time out. */
+async function bounded<T> (work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const hang = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${HANG_MS} ms: ${what.slice(0, 200)}`)), HANG_MS)
+  })
+  try {
+    return await Promise.race([work, hang])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Text with every kind of character: astral planes, combining marks, controls, lone surrogates. */
+const oddText = fc.oneof(
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('\ud800', '\udfff', 'a\u0000b', '\u202e\u200f', 'e\u0301', '𝕏'.repeat(20))
+)
+
 t.test('no input knocks the server over: documented statuses, JSON-RPC envelopes, no pollution, still serving', async t => {
   const app = await build(t, { config: { server: { request_timeout: 2 }, agent: { name: 'Fuzz', delay_ms: 0 } } })
   const send = async (payload: string, type = 'application/json') => {
-    const res = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': type }, payload })
+    const res = await bounded(app.inject({ method: 'POST', url: '/', headers: { 'content-type': type }, payload }), payload)
     checkAnswer(res.statusCode, res.headers['content-type'] as string | undefined, res.body)
   }
   await fc.assert(fc.asyncProperty(fc.jsonValue().map(v => JSON.stringify(v)), p => send(p)), { seed: SEED, numRuns: RUNS })
   await fc.assert(fc.asyncProperty(mutatedRequest, p => send(p)), { seed: SEED, numRuns: RUNS * 2 })
   await fc.assert(fc.asyncProperty(rawText, p => send(p)), { seed: SEED, numRuns: 40 })
   await fc.assert(fc.asyncProperty(fc.string({ maxLength: 50 }), fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json'), (body, type) => send(body, type)), { seed: SEED, numRuns: RUNS })
+  await fc.assert(fc.asyncProperty(oddText, fc.constantFrom(...METHODS), (text, method) => send(JSON.stringify({
+    jsonrpc: '2.0', id: text, method, params: { id: text, path: text, message: userMessage(text, { messageId: text }) }
+  }))), { seed: SEED, numRuns: RUNS })
   t.equal(({} as any).polluted, undefined, 'Object.prototype is untouched')
   t.equal((Object.prototype as any).polluted, undefined)
   const after = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 'after', method: 'status' } })
   t.equal(after.json().result.status, 'ok', 'the server still serves')
+})
+
+t.test('with security on, random credentials and requests get 401, 403 or 429 envelopes and never get through', async t => {
+  const key = 'fuzz-key-0123456789abcdef'
+  const app = await build(t, {
+    config: {
+      security: { enabled: true, auth: { api_key: { keys: [{ key, scopes: ['api:read'], id: 'fuzzer' }] } } },
+      agent: { name: 'Fuzz', delay_ms: 0 }
+    }
+  })
+  const credential = fc.oneof(
+    fc.record({ 'x-api-key': fc.string({ minLength: 1, maxLength: 60 }).filter(v => /^[\x21-\x7e]+$/.test(v)) }),
+    fc.record({ authorization: fc.oneof(fc.string({ maxLength: 60 }), fc.string({ maxLength: 40 }).map(v => `Bearer ${v}`)).filter(v => /^[\x20-\x7e]*$/.test(v)) }),
+    fc.constant({}),
+    fc.constant({ 'x-api-key': key })
+  )
+  let through = 0
+  await fc.assert(fc.asyncProperty(credential, mutatedRequest, async (headers, payload) => {
+    const res = await bounded(app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json', ...headers }, payload }), payload)
+    checkAnswer(res.statusCode, res.headers['content-type'] as string | undefined, res.body, SECURED)
+    const good = (headers as Record<string, string>)['x-api-key'] === key
+    if (!good && res.statusCode !== 401 && res.statusCode !== 429) throw new Error(`a bad credential got ${res.statusCode}`)
+    if (good && res.statusCode === 200) through++
+  }), { seed: SEED, numRuns: RUNS })
+  t.ok(through > 0, `the right key still gets through (${through} times)`)
+  t.equal((Object.prototype as any).polluted, undefined)
 })

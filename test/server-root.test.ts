@@ -34,3 +34,29 @@ t.test('authorization headers and tokens are redacted in the standalone logs', a
   t.notMatch(logs.text(), /sekret/)
   t.match(logs.text(), /\[redacted\]/)
 })
+
+t.test('server.trust_proxy decides whose address the failed-authentication limit counts', async t => {
+  const security = {
+    enabled: true,
+    auth: { api_key: { keys: [{ key: 'the-right-key' }] } },
+    rate_limit: { failed_auth_per_minute: 1 }
+  }
+  const bad = (app: Awaited<ReturnType<typeof createServer>>, forwardedFor: string) => app.inject({
+    method: 'POST',
+    url: '/',
+    remoteAddress: '10.0.0.9',
+    headers: { 'x-api-key': 'wrong', 'x-forwarded-for': forwardedFor },
+    payload: { jsonrpc: '2.0', id: 1, method: 'status' }
+  })
+  for (const trust of [true, ['10.0.0.0/8']]) {
+    const app = await createServer(validateConfig({ server: { log_level: 'silent', trust_proxy: trust }, security }))
+    t.teardown(() => app.close())
+    t.equal((await bad(app, '203.0.113.1')).statusCode, 401)
+    t.equal((await bad(app, '203.0.113.1')).statusCode, 429, `${JSON.stringify(trust)}: the forwarded client is limited`)
+    t.equal((await bad(app, '203.0.113.2')).statusCode, 401, `${JSON.stringify(trust)}: another client behind the proxy is not`)
+  }
+  const direct = await createServer(validateConfig({ server: { log_level: 'silent' }, security }))
+  t.teardown(() => direct.close())
+  t.equal((await bad(direct, '203.0.113.1')).statusCode, 401)
+  t.equal((await bad(direct, '203.0.113.2')).statusCode, 429, 'by default X-Forwarded-For is ignored: the peer address counts')
+})

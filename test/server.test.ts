@@ -1,47 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { rpc, userMessage } from './helper.js'
-
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
-
-interface Served {
-  child: ChildProcess
-  url: string
-  logs: string[]
-  exited: Promise<number | null>
-}
-
-/** Starts the real CLI on a free port and waits for its "agent serving" log line. */
-async function serve (t: { teardown (fn: () => unknown): void, testdirName: string }, args: string[], env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
-    cwd: t.testdirName,
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const logs: string[] = []
-  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    child.stdout?.on('data', chunk => {
-      buf += chunk
-      let nl
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl)
-        buf = buf.slice(nl + 1)
-        logs.push(line)
-        const entry = JSON.parse(line)
-        if (entry.msg === 'agent serving') resolve(entry.address)
-      }
-    })
-    child.stderr?.on('data', chunk => logs.push(String(chunk)))
-    child.on('exit', code => reject(new Error(`server exited with ${code}: ${logs.join('\n')}`)))
-  })
-  return { child, url, logs, exited }
-}
+import { CLI, rpc, serve, userMessage } from './helper.js'
 
 async function post (url: string, body: unknown): Promise<any> {
   const res = await fetch(url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })

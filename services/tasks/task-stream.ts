@@ -5,10 +5,17 @@ import type { StoredTask } from './store.js'
 
 /** Where a stream's events go: serialized JSON-RPC `result` values, then the end. */
 export interface StreamSink {
-  /** Writes one result (already JSON). Returns false when the consumer is not keeping up. */
+  /** Writes one result (already JSON). Returns false when the consumer is not keeping up: wait for `drain`. */
   write (resultJson: string): boolean
   end (): void
+  /** Bytes written but not yet taken by the consumer. */
+  queued (): number
+  /** Cuts the consumer off: it let too much pile up (CONTRACT.md §7). */
+  abort (): void
 }
+
+/** CONTRACT.md §7: a consumer may have at most this much waiting for it. */
+export const MAX_QUEUED_BYTES = 1024 * 1024
 
 export interface TaskEventStreamOptions {
   dialect: Dialect
@@ -75,9 +82,19 @@ export class TaskEventStream {
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
   #early: TaskEvent[] | null = []
-  #pending: string[] | null = []
+  /** What waits for the consumer: everything before a sink is attached, and what comes while it is not keeping up. */
+  readonly #held: Held[] = []
+  /** Bytes of what waits: in the a2a dialect their sum; in the default dialect an estimate of the latest snapshot. */
+  #heldBytes = 0
+  /** Default dialect: the size of the last snapshot written, which each held event grows by its change. */
+  #lastBytes = 0
   #sink: StreamSink | null = null
+  /** The last write was refused: hold (and coalesce) until `drain`. */
+  #blocked = false
+  #written = 0
   #afterVersion = 0
+  /** The settling event has been seen: end once everything held is written. */
+  #final = false
   #ended = false
   #last: Task | null = null
 
@@ -101,7 +118,7 @@ export class TaskEventStream {
     this.#last = record.task
     if (this.#mode === 'resubscribe' || this.#dialect === 'a2a') {
       // A resubscribe to a task that has settled gets its snapshot and the stream ends.
-      this.#push(snapshotResult(record.task, this.#dialect), this.#mode === 'resubscribe' && isSettled(record.task.status.state))
+      this.#push({ snapshot: record.task }, this.#mode === 'resubscribe' && isSettled(record.task.status.state))
     }
     for (const event of early) this.#onEvent(event)
     return this
@@ -115,10 +132,21 @@ export class TaskEventStream {
   /** Starts writing: everything held so far, then live events. */
   attach (sink: StreamSink): void {
     this.#sink = sink
-    const pending = this.#pending as string[]
-    this.#pending = null
-    for (const json of pending) sink.write(json)
-    if (this.#ended) sink.end()
+    this.drain()
+  }
+
+  /** The consumer has taken what was queued: write what was held meanwhile. */
+  drain (): void {
+    const sink = this.#sink
+    if (sink === null) return
+    this.#blocked = false
+    while (this.#held.length > 0 && !this.#blocked) {
+      const held = this.#held.shift() as Held
+      this.#heldBytes -= held.bytes
+      this.#write(sink, held.result)
+    }
+    if (this.#held.length === 0) this.#heldBytes = 0
+    if (this.#held.length === 0 && this.#final) sink.end()
   }
 
   /** Stops following the task (client gone, stream closed); idempotent. */
@@ -136,15 +164,84 @@ export class TaskEventStream {
     this.#afterVersion = event.version
     this.#last = event.task
     // The status event of a settled task (terminal, input_required, auth_required) is the stream's last.
-    this.#push(eventResult(event, this.#dialect), event.type === 'status' && event.final)
+    this.#push(event, event.type === 'status' && event.final)
   }
 
-  #push (json: string, final: boolean): void {
-    if (this.#sink !== null) this.#sink.write(json)
-    else (this.#pending as string[]).push(json)
+  #push (result: Result, final: boolean): void {
     if (final) {
+      this.#final = true
       this.close()
-      if (this.#sink !== null) this.#sink.end()
     }
+    const sink = this.#sink
+    if (sink !== null && !this.#blocked && this.#held.length === 0) {
+      this.#write(sink, result)
+      if (final) sink.end()
+      return
+    }
+    this.#hold(result)
+    if (sink !== null && this.#heldBytes + sink.queued() > MAX_QUEUED_BYTES) sink.abort()
   }
+
+  #write (sink: StreamSink, result: Result): void {
+    const json = this.#json(result)
+    this.#lastBytes = json.length
+    this.#blocked = !sink.write(json)
+    this.#written++
+  }
+
+  /**
+   * Keeps a result for a consumer that is not keeping up (or not attached yet), coalescing what a later result makes
+   * redundant, so that a fast producer neither cuts off a consumer that reads nor piles up memory:
+   * - default dialect: every result is the whole task, so only the latest is kept (never in place of the stream's
+   *   first result, which must show the first state). Its size is estimated from the last snapshot written and the
+   *   changes since, rather than serializing every snapshot a slow consumer will never see;
+   * - a2a dialect: consecutive chunks appended to one artifact are merged into one artifact-update.
+   * What is held counts towards the consumer's 1 MiB.
+   */
+  #hold (result: Result): void {
+    const last = this.#held[this.#held.length - 1]
+    if (this.#dialect === 'default') {
+      if (last !== undefined && (this.#written > 0 || this.#held.length > 1)) this.#held.pop()
+      this.#held.push({ result, bytes: 0 })
+      this.#heldBytes = Math.max(this.#heldBytes, this.#lastBytes) + changeBytes(result)
+      return
+    }
+    const previous = last?.result
+    if (previous !== undefined && 'type' in previous && previous.type === 'artifact' && 'type' in result &&
+      result.type === 'artifact' && result.append && result.artifact.artifactId === previous.artifact.artifactId) {
+      const merged: TaskEvent = {
+        ...result,
+        artifact: { ...previous.artifact, parts: [...previous.artifact.parts, ...result.artifact.parts] },
+        append: previous.append
+      }
+      // The merged update grows by the new parts only.
+      const bytes = JSON.stringify(result.artifact.parts).length
+      this.#heldBytes += bytes
+      this.#held[this.#held.length - 1] = { result: merged, bytes: last.bytes + bytes }
+      return
+    }
+    const bytes = this.#json(result).length
+    this.#heldBytes += bytes
+    this.#held.push({ result, bytes })
+  }
+
+  #json (result: Result): string {
+    return 'snapshot' in result ? snapshotResult(result.snapshot, this.#dialect) : eventResult(result, this.#dialect)
+  }
+}
+
+/** About how much an event grows the task's snapshot by. */
+function changeBytes (result: Result): number {
+  if ('snapshot' in result) return 0
+  if (result.type === 'status') return JSON.stringify(result.task.status).length
+  return JSON.stringify(result.append ? result.artifact.parts : result.artifact).length
+}
+
+/** What a stream writes: a task snapshot, or an event. */
+type Result = { readonly snapshot: Task } | TaskEvent
+
+/** A result waiting for the consumer, with its serialized size when it counts towards the consumer's limit. */
+interface Held {
+  readonly result: Result
+  readonly bytes: number
 }

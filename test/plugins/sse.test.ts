@@ -9,6 +9,7 @@ function manualSource () {
   let closed = 0
   const source: EventSource = {
     attach (s) { sink = s },
+    drain () {},
     close () { closed++ },
     snapshot: () => '{"snapshot":true}'
   }
@@ -83,6 +84,10 @@ t.test('a client that goes away closes its source and leaves the hub', async t =
   t.equal(fastify.a2aStreams.size, 1)
   ac.abort()
   await until(() => fastify.a2aStreams.size === 0)
+  t.equal(sources[0].closed(), 1)
+  // The source may still end (its task settles) after the client left: nothing is written and nothing is closed twice.
+  sources[0].end()
+  t.equal(sources[0].write('{"late":true}'), false)
   t.equal(sources[0].closed(), 1)
 })
 

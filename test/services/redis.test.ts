@@ -6,7 +6,8 @@ import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { CacheService } from '../../schemas/config.js'
 import { validateConfig } from '../../services/config/validate.js'
-import { createRedisClient, quitWithin, redisService } from '../../services/redis.js'
+import { redisService } from '../../services/config/redis-service.js'
+import { createRedisClient, quitWithin } from '../../services/redis.js'
 
 // This file owns db 12 of the Redis on 127.0.0.1:6379 (the push store tests own db 11; files run in parallel).
 const DB = 12

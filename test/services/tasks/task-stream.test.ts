@@ -14,7 +14,7 @@ const status = (version: number, state: Task['status']['state'], final = false):
 function sink () {
   const out: string[] = []
   let ended = 0
-  return { out, ended: () => ended, sink: { write: (json: string) => { out.push(json); return true }, end: () => { ended++ } } }
+  return { out, ended: () => ended, sink: { write: (json: string) => { out.push(json); return true }, end: () => { ended++ }, queued: () => 0, abort: () => {} } }
 }
 
 t.test('events published before the snapshot are held, and those at or below its version are dropped', async t => {
@@ -62,4 +62,101 @@ t.test('closing a stream unsubscribes it once', async t => {
   stream.close()
   stream.close()
   t.equal(bus.listenerCount(), 0)
+})
+
+/** A sink that refuses (returns false) while `full` is set, like a socket whose consumer is behind. */
+function slowSink () {
+  const out: string[] = []
+  let ended = 0
+  let aborted = 0
+  const state = { full: false, queued: 0 }
+  return {
+    out,
+    state,
+    ended: () => ended,
+    aborted: () => aborted,
+    sink: {
+      write: (json: string) => { out.push(json); return !state.full },
+      end: () => { ended++ },
+      queued: () => state.queued,
+      abort: () => { aborted++ }
+    }
+  }
+}
+
+const chunk = (version: number, text: string, append = true): TaskEvent => ({
+  type: 'artifact',
+  version,
+  task: task('in_progress', [{ artifactId: 'a', parts: [{ kind: 'text', text }] }]),
+  artifact: { artifactId: 'a', name: 'Agent-result', parts: [{ kind: 'text', text }] },
+  append,
+  lastChunk: false
+})
+
+t.test('default dialect: while the consumer is behind only the latest snapshot waits, and the first is never replaced', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'message' }).start(record(1, task('submitted')))
+  // Before a sink is attached: the first result and the latest are kept.
+  bus.publish('t1', status(2, 'in_progress'))
+  bus.publish('t1', chunk(3, 'a'))
+  bus.publish('t1', chunk(4, 'b'))
+  const s = slowSink()
+  s.state.full = true
+  stream.attach(s.sink)
+  t.same(s.out.map(j => JSON.parse(j).status.state), ['in_progress'], 'the first result went out; the consumer is now behind')
+  for (let v = 5; v < 100; v++) bus.publish('t1', chunk(v, `t${v}`))
+  t.equal(s.out.length, 1, 'nothing is written while it is behind')
+  s.state.full = false
+  stream.drain()
+  t.equal(s.out.length, 2, 'on drain, one result: the latest')
+  t.match(JSON.parse(s.out[1]), { artifacts: [{ parts: [{ text: 't99' }] }] })
+  s.state.full = true
+  bus.publish('t1', chunk(100, 'x'))
+  bus.publish('t1', chunk(101, 'y'))
+  bus.publish('t1', status(102, 'completed', true))
+  t.equal(s.ended(), 0, 'the final result waits too')
+  s.state.full = false
+  stream.drain()
+  t.same(s.out.slice(2).map(j => JSON.parse(j).status.state), ['in_progress', 'completed'], 'the write that found it behind, then the last')
+  t.equal(s.ended(), 1, 'then the stream ends')
+  t.equal(bus.listenerCount(), 0)
+})
+
+t.test('a2a dialect: appended chunks of one artifact merge while the consumer is behind; other events keep their order', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const s = slowSink()
+  stream.attach(s.sink)
+  s.state.full = true
+  bus.publish('t1', chunk(2, 'first', false))
+  t.equal(s.out.length, 2, 'the task, then the first chunk; now the consumer is behind')
+  for (let v = 3; v < 1003; v++) bus.publish('t1', chunk(v, `${v} `))
+  bus.publish('t1', status(1003, 'in_progress'))
+  bus.publish('t1', chunk(1004, 'tail'))
+  bus.publish('t1', status(1005, 'completed', true))
+  s.state.full = false
+  stream.drain()
+  const results = s.out.slice(2).map(j => JSON.parse(j))
+  t.same(results.map(r => r.kind), ['artifact-update', 'status-update', 'artifact-update', 'status-update'])
+  t.equal(results[0].artifact.parts.length, 1000, 'a thousand chunks became one update')
+  t.equal(results[0].artifact.parts.map((p: any) => p.text).join(''), Array.from({ length: 1000 }, (_, i) => `${i + 3} `).join(''))
+  t.equal(results[0].append, true)
+  t.equal(results[2].artifact.parts[0].text, 'tail')
+  t.equal(results[3].final, true)
+  t.equal(s.ended(), 1)
+  t.equal(s.aborted(), 0)
+})
+
+t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut off', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const s = slowSink()
+  stream.attach(s.sink)
+  s.state.full = true
+  s.state.queued = 900 * 1024
+  bus.publish('t1', chunk(2, 'x'.repeat(1000), false))
+  bus.publish('t1', status(3, 'in_progress'))
+  t.equal(s.aborted(), 0)
+  bus.publish('t1', chunk(4, 'y'.repeat(200 * 1024)))
+  t.equal(s.aborted(), 1, 'what waits (200 KiB) and what is queued (900 KiB) pass the limit')
 })
