@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
@@ -89,6 +90,27 @@ t.test('a client that goes away closes its source and leaves the hub', async t =
   sources[0].end()
   t.equal(sources[0].write('{"late":true}'), false)
   t.equal(sources[0].closed(), 1)
+})
+
+t.test('a client that stops reading is cut off once its queue passes the limit, and its source is closed', async t => {
+  const { fastify, url, sources } = await app(t, { maxQueuedBytes: 64 * 1024 })
+  const { port } = new URL(url)
+  const socket = connect(Number(port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.pause()
+  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+  await until(() => sources.length === 1)
+  const big = JSON.stringify({ text: 'x'.repeat(1024 * 1024) })
+  // The kernel's socket buffers take the first megabytes; then the response's own queue grows past the limit.
+  let writes = 0
+  while (sources[0].closed() === 0 && writes < 256) {
+    sources[0].write(big)
+    writes++
+    await new Promise(resolve => setImmediate(resolve))
+  }
+  t.equal(sources[0].closed(), 1, 'the source is closed: the task goes on without this client')
+  await until(() => fastify.a2aStreams.size === 0)
+  t.equal(sources[0].write(big), false, 'nothing more is written to it')
 })
 
 t.test('full says when max streams are open', async t => {

@@ -160,3 +160,22 @@ t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut 
   bus.publish('t1', chunk(4, 'y'.repeat(200 * 1024)))
   t.equal(s.aborted(), 1, 'what waits (200 KiB) and what is queued (900 KiB) pass the limit')
 })
+
+t.test('a drain that finds the consumer behind again keeps the rest held, in order', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const s = slowSink()
+  stream.attach(s.sink)
+  s.state.full = true
+  bus.publish('t1', status(2, 'in_progress'))
+  bus.publish('t1', chunk(3, 'a', false))
+  bus.publish('t1', status(4, 'completed', true))
+  t.equal(s.out.length, 2, 'the task and the first status went out; the consumer is behind')
+  stream.drain()
+  t.same(s.out.slice(2).map(j => JSON.parse(j).kind), ['artifact-update'], 'one write per drain while it stays behind')
+  t.equal(s.ended(), 0, 'the final status still waits')
+  s.state.full = false
+  stream.drain()
+  t.same(s.out.slice(3).map(j => JSON.parse(j).kind), ['status-update'])
+  t.equal(s.ended(), 1)
+})
