@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -259,4 +261,17 @@ export async function serve (t: { teardown (fn: () => unknown): void, testdirNam
     child.on('exit', code => reject(new Error(`server exited with ${code}: ${logs.join('\n')}`)))
   })
   return { child, url, logs, exited }
+}
+
+/** A TCP server that accepts connections and never answers: a stalled Redis. */
+export async function silentServer (t: Teardown): Promise<number> {
+  const sockets = new Set<Socket>()
+  const server = createServer(socket => { sockets.add(socket) })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  return (server.address() as AddressInfo).port
 }

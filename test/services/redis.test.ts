@@ -8,6 +8,7 @@ import type { CacheService } from '../../schemas/config.js'
 import { validateConfig } from '../../services/config/validate.js'
 import { redisService } from '../../services/config/redis-service.js'
 import { createRedisClient, quitWithin } from '../../services/redis.js'
+import { silentServer } from '../helper.js'
 
 // This file owns db 12 of the Redis on 127.0.0.1:6379 (the push store tests own db 11; files run in parallel).
 const DB = 12
@@ -33,19 +34,6 @@ function capture (): { log: Logger, lines: Array<{ level: number, msg: string }>
     }
   })
   return { log: pino({ level: 'debug' }, stream), lines }
-}
-
-/** A TCP server that accepts connections and never answers: a stalled Redis. */
-async function silentServer (t: Test): Promise<number> {
-  const sockets = new Set<Socket>()
-  const server = createServer(socket => { sockets.add(socket) })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  return (server.address() as AddressInfo).port
 }
 
 t.test('createRedisClient connects to the service db and answers commands', async t => {

@@ -1,10 +1,9 @@
-import { once } from 'node:events'
-import { createServer, type AddressInfo, type Socket } from 'node:net'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { RedisPushConfigStore } from '../../../services/push/redis-store.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
+import { silentServer } from '../../helper.js'
 import { pushStoreContract } from './store-contract.js'
 
 // This file owns db 11 of the Redis on 127.0.0.1:6379, and flushes it before and after each use.
@@ -156,15 +155,7 @@ function redisOnly (): void {
       { message: 'Storage unavailable: redis unreachable' })
 
     // A server that accepts connections and never answers: a stalled Redis.
-    const sockets = new Set<Socket>()
-    const silent = createServer(socket => { sockets.add(socket) })
-    silent.listen(0, '127.0.0.1')
-    await once(silent, 'listening')
-    t.teardown(() => {
-      for (const socket of sockets) socket.destroy()
-      silent.close()
-    })
-    const { port } = silent.address() as AddressInfo
+    const port = await silentServer(t)
     const stalled = createRedisClient(service(`redis://127.0.0.1:${port}`), { commandTimeoutMs: 300 })
     t.teardown(() => quitWithin(stalled, 100))
     const started = Date.now()

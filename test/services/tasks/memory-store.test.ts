@@ -3,7 +3,7 @@ import type { TaskState } from '../../../schemas/task.js'
 import { TaskStoreFull } from '../../../services/errors.js'
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from '../../../services/tasks/memory-store.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
-import { storeContract } from './store-contract.js'
+import { record as contractRecord, storeContract } from './store-contract.js'
 
 interface Clock {
   now: () => number
@@ -15,23 +15,9 @@ function clock (ms = 1_000_000): Clock {
   return c
 }
 
-function record (id: string, opts: { owner?: string, contextId?: string, state?: TaskState, at?: number, version?: number } = {}): StoredTask {
-  const at = opts.at ?? 1_000_000
-  return {
-    task: {
-      id,
-      contextId: opts.contextId ?? 'ctx',
-      kind: 'task',
-      status: { state: opts.state ?? 'submitted', timestamp: new Date(at).toISOString() },
-      artifacts: [],
-      history: [],
-      metadata: null
-    },
-    owner: opts.owner ?? 'alice',
-    version: opts.version ?? 1,
-    createdAt: at,
-    updatedAt: at
-  }
+/** A version-1 record, stamped `at` (default 1,000,000 ms). */
+function record (id: string, opts: { owner?: string, contextId?: string, state?: TaskState, at?: number } = {}): StoredTask {
+  return contractRecord(id, opts.at ?? 1_000_000, opts)
 }
 
 /** The next version of a record, in a new state, written at `at`. */

@@ -1,10 +1,10 @@
 import { once } from 'node:events'
-import { createServer, type AddressInfo, type Socket } from 'node:net'
+import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
-import { redisDb, until } from '../../helper.js'
+import { redisDb, silentServer, until } from '../../helper.js'
 import { clock, moved, record, storeContract } from './store-contract.js'
 
 // This file owns db 9 of the Redis on 127.0.0.1:6379; redisDb flushes it before and after each use, and fails
@@ -186,15 +186,7 @@ t.test('the reasons are short and fixed: unreachable, timed out, closed, an erro
     { message: 'Storage unavailable: redis unreachable' })
 
   // A server that accepts connections and never answers: a stalled Redis.
-  const sockets = new Set<Socket>()
-  const silent = createServer(socket => { sockets.add(socket) })
-  silent.listen(0, '127.0.0.1')
-  await once(silent, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    silent.close()
-  })
-  const { port } = silent.address() as AddressInfo
+  const port = await silentServer(t)
   const stalled = createRedisClient(service(`redis://127.0.0.1:${port}`, true), { commandTimeoutMs: 300 })
   t.teardown(() => quitWithin(stalled, 100))
   await t.rejects(new RedisTaskStore(stalled, { keyPrefix: PREFIX, ttlSeconds: 60 }).insert(record('a', clock().ms)),
