@@ -24,6 +24,27 @@ export const SkillSchema = Type.Object({
 }, { additionalProperties: false })
 export type Skill = Static<typeof SkillSchema>
 
+/** `agent.llm`: the OpenAI-compatible chat-completions endpoint of `agent.executor: openai` (docs/llm-executor.md). */
+export const LlmConfigSchema = obj({
+  base_url: Str('https://api.openai.com/v1', { minLength: 1 }),
+  /** Sent as `Authorization: Bearer <api_key>` when not empty; never logged. */
+  api_key: Str(''),
+  model: Str('gpt-4o-mini', { minLength: 1 }),
+  system_prompt: Str('You are a helpful assistant.'),
+  temperature: Type.Number({ default: 0.2, minimum: 0, maximum: 2 }),
+  max_tokens: Int(1024, { minimum: 1 }),
+  /** Seconds the model may stay silent: until its answer starts, and between two chunks of its stream. */
+  timeout: Type.Number({ default: 60, exclusiveMinimum: 0, maximum: 3600 }),
+  max_tool_rounds: Int(5, { minimum: 0, maximum: 100 }),
+  /** Token budget (estimated as characters / 4) of the earlier exchanges of the same contextId sent to the model. */
+  history_tokens: Int(8000, { minimum: 0 }),
+  /** Retries of a 429 or 5xx answer, after the first attempt. */
+  max_retries: Int(3, { minimum: 0, maximum: 20 }),
+  /** Seconds before the first retry, doubled each retry; a Retry-After of at most 60 s wins. */
+  retry_delay: Type.Number({ default: 1, minimum: 0, maximum: 3600 })
+})
+export type LlmConfig = Static<typeof LlmConfigSchema>
+
 export const AgentConfigSchema = obj({
   name: Type.String({ minLength: 1 }),
   description: Str('An A2A agent that echoes text and runs the status, capabilities and list_directory tools'),
@@ -31,6 +52,7 @@ export const AgentConfigSchema = obj({
   url: Type.Optional(Type.String({ minLength: 1 })),
   executor: Str('builtin', { minLength: 1 }),
   delay_ms: Int(0, { minimum: 0, maximum: 3_600_000 }),
+  llm: LlmConfigSchema,
   skills: Type.Array(SkillSchema, { default: [] }),
   input_modes: StrList(['text/plain', 'application/json', 'application/octet-stream']),
   output_modes: StrList(['text/plain', 'application/json'])

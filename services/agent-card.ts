@@ -43,6 +43,16 @@ export const BUILTIN_SKILL: AgentSkill = {
   examples: ['hello', 'status', 'list_directory .']
 }
 
+/** The skill listed for `agent.executor: openai` when `agent.skills` is empty. */
+export const LLM_SKILL: AgentSkill = {
+  id: 'chat',
+  name: 'Chat',
+  description: 'Answers in natural language with a language model, and may run the status, capabilities and ' +
+    'list_directory tools the caller is allowed to use.',
+  tags: ['chat', 'llm', 'tools'],
+  examples: ['What is in the workspace?', 'Which methods may I call?']
+}
+
 /** One skill per tool method, added to the extended card for callers allowed to use it. */
 export function toolSkill (method: string): AgentSkill {
   return {
@@ -84,7 +94,9 @@ function securityOf (config: A2AConfig): Pick<AgentCard, 'securitySchemes' | 'se
 
 export function buildAgentCard (config: A2AConfig, opts: CardOptions): AgentCard {
   const url = publicUrl(config, opts.prefix)
-  const skills: AgentSkill[] = config.agent.skills.length > 0 ? config.agent.skills.map(toSkill) : [BUILTIN_SKILL]
+  const skills: AgentSkill[] = config.agent.skills.length > 0
+    ? config.agent.skills.map(toSkill)
+    : [config.agent.executor === 'openai' ? LLM_SKILL : BUILTIN_SKILL]
   const card: AgentCard = {
     protocolVersion: '0.3.0',
     name: config.agent.name,

@@ -24,6 +24,11 @@ export interface ExecutionContext {
   readonly principal: Principal
   readonly tools: AgentTools
   readonly log: Logger
+  /**
+   * The earlier tasks of this task's `contextId` and owner, oldest first: at most `limit` (default 20, at most 100)
+   * of the newest. The task service provides it; a context built by other means may leave it out.
+   */
+  readonly contextHistory?: (limit?: number) => Promise<Task[]>
 }
 
 /** Agent message content: text, or parts. */

@@ -1,8 +1,11 @@
 import { createRequire } from 'node:module'
 import { isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import type { LlmConfig } from '../../schemas/config.js'
+import { validateConfig } from '../config/validate.js'
 import { InvalidPluginOptions } from '../errors.js'
 import { createBuiltinAgent } from './builtin.js'
+import { createOpenAIExecutor } from './openai.js'
 import type { AgentExecutor } from './executor.js'
 
 export interface LoadExecutorOptions {
@@ -10,16 +13,19 @@ export interface LoadExecutorOptions {
   cwd: string
   /** `agent.delay_ms`, for the built-in agents. */
   delayMs: number
+  /** `agent.llm`, for `openai`; default: the schema's defaults. */
+  llm?: LlmConfig
 }
 
 /**
- * The executor named by `agent.executor` (CONTRACT.md §2): `builtin`, `echo`, or a module whose default export, or
- * named export `executor`, is an AgentExecutor. A path (starting with `.` or `/`) is resolved against `cwd`; a
+ * The executor named by `agent.executor` (CONTRACT.md §2): `builtin`, `echo`, `openai` (docs/llm-executor.md), or a
+ * module whose default export, or named export `executor`, is an AgentExecutor. A path (starting with `.` or `/`) is resolved against `cwd`; a
  * package specifier is looked up from `cwd` first, then from this package, as a dependency of the host app is.
  */
 export async function loadExecutor (spec: string, opts: LoadExecutorOptions): Promise<AgentExecutor> {
   if (spec === 'builtin') return createBuiltinAgent({ delayMs: opts.delayMs })
   if (spec === 'echo') return createBuiltinAgent({ delayMs: opts.delayMs, tools: false })
+  if (spec === 'openai') return createOpenAIExecutor({ llm: opts.llm ?? validateConfig({}).agent.llm })
   let mod: Record<string, unknown>
   try {
     mod = await import(moduleUrl(spec, opts.cwd))

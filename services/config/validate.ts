@@ -94,6 +94,7 @@ function semanticProblems (config: A2AConfig): string[] {
 
   const http = ['http:', 'https:']
   if (config.agent.url !== undefined) checkUrl(problems, 'agent.url', config.agent.url, http)
+  checkUrl(problems, 'agent.llm.base_url', config.agent.llm.base_url, http)
   if (oauth2 !== undefined) {
     checkUrl(problems, 'security.auth.oauth2.introspection_endpoint', oauth2.introspection_endpoint, http)
   }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildAgentCard, publicUrl, toolSkill } from '../../services/agent-card.js'
+import { BUILTIN_SKILL, LLM_SKILL, buildAgentCard, publicUrl, toolSkill } from '../../services/agent-card.js'
 import { validateConfig } from '../../services/config/load.js'
 
 t.test('the card announces the configured security schemes when security is on', async t => {
@@ -42,4 +42,10 @@ t.test('API keys are announced in their header and as bearer tokens', async t =>
   const card = buildAgentCard(config, { prefix: '/' })
   t.same(Object.keys(card.securitySchemes ?? {}), ['apiKey', 'bearer'])
   t.equal(card.securitySchemes?.apiKey.name, 'X-Key')
+})
+
+t.test('with no skills configured, the card lists the skill of the configured agent', async t => {
+  t.same(buildAgentCard(validateConfig({}), { prefix: '/' }).skills, [BUILTIN_SKILL])
+  t.same(buildAgentCard(validateConfig({ agent: { name: 'n', executor: 'echo' } }), { prefix: '/' }).skills, [BUILTIN_SKILL])
+  t.same(buildAgentCard(validateConfig({ agent: { name: 'n', executor: 'openai' } }), { prefix: '/' }).skills, [LLM_SKILL])
 })

@@ -8,6 +8,7 @@ import type { Task } from '../../../schemas/task.js'
 import type { AgentExecutor, ExecutionContext } from '../../../services/agent/executor.js'
 import { loadExecutor } from '../../../services/agent/load.js'
 import { ANONYMOUS } from '../../../services/auth/principal.js'
+import { validateConfig } from '../../../services/config/validate.js'
 import { InvalidPluginOptions } from '../../../services/errors.js'
 
 const fixtures = fileURLToPath(new URL('../../fixtures/executors/', import.meta.url))
@@ -117,4 +118,11 @@ t.test('a package not found from cwd is looked up from this package, as a depend
     code: 'A2A_ERR_INVALID_OPTIONS',
     message: /^Invalid option: agent\.executor: cannot load no-such-agent-package: Cannot find package 'no-such-agent-package'/
   })
+})
+
+t.test('openai is the OpenAI-compatible executor, on the schema defaults when no llm settings are given', async t => {
+  const withDefaults = await loadExecutor('openai', { cwd: fixtures, delayMs: 0 })
+  t.equal(withDefaults.name, 'openaiAgent')
+  const llm = { ...validateConfig({}).agent.llm, base_url: 'http://127.0.0.1:1/v1' }
+  t.equal((await loadExecutor('openai', { cwd: fixtures, delayMs: 0, llm })).name, 'openaiAgent')
 })

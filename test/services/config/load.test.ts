@@ -216,6 +216,42 @@ t.test('semantic checks', async t => {
       .push_notifications.config.allowed_networks, ['127.0.0.0/8', '::/0'])
   })
 
+  t.test('agent.llm has its defaults, its ranges, and an http(s) base_url', async t => {
+    t.same(DEFAULTS.agent.llm, {
+      base_url: 'https://api.openai.com/v1',
+      api_key: '',
+      model: 'gpt-4o-mini',
+      system_prompt: 'You are a helpful assistant.',
+      temperature: 0.2,
+      max_tokens: 1024,
+      timeout: 60,
+      max_tool_rounds: 5,
+      history_tokens: 8000,
+      max_retries: 3,
+      retry_delay: 1
+    })
+    const llm = (values: Record<string, unknown>) => problemsOf(() => validateConfig({ agent: { name: 'A', executor: 'openai', llm: values } }))
+    t.same(llm({ temperature: 2.5, max_tokens: 0, timeout: 0, max_tool_rounds: -1, history_tokens: 1.5, max_retries: 21, retry_delay: -1 }), [
+      'agent.llm.temperature: must be <= 2',
+      'agent.llm.max_tokens: must be >= 1',
+      'agent.llm.timeout: must be > 0',
+      'agent.llm.max_tool_rounds: must be >= 0',
+      'agent.llm.history_tokens: must be integer',
+      'agent.llm.max_retries: must be <= 20',
+      'agent.llm.retry_delay: must be >= 0'
+    ])
+    t.same(llm({ model: '', api_key: 5, bogus: true }), ['agent.llm.bogus: unknown key', 'agent.llm.model: must have at least 1 character(s)'])
+    t.same(llm({ base_url: 'ftp://models.example.com/' }), ['agent.llm.base_url: must be a http:// or https:// URL'])
+    t.same(llm({ base_url: 'localhost:11434' }), ['agent.llm.base_url: must be a http:// or https:// URL'])
+    t.equal(validateConfig({ agent: { name: 'A', llm: { base_url: 'http://127.0.0.1:11434/v1', api_key: 'k' } } }).agent.llm.api_key, 'k')
+  })
+
+  t.test('agent.llm.api_key reads the environment, as the template writes it', async t => {
+    const input = substituteEnv({ agent: { name: 'A', llm: { api_key: '${OPENAI_API_KEY:-}' } } }, { OPENAI_API_KEY: 'sk-x' })
+    t.equal(validateConfig(input).agent.llm.api_key, 'sk-x')
+    t.equal(validateConfig(substituteEnv(parse(initTemplate()), { OPENAI_API_KEY: 'sk-y' })).agent.llm.api_key, 'sk-y')
+  })
+
   t.test('semantic checks run only once the schema passes', async t => {
     t.same(problemsOf(() => validateConfig({ security: { enabled: true }, server: { port: -1 } })), ['server.port: must be >= 0'])
   })
