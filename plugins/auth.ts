@@ -28,6 +28,8 @@ export interface AuthPluginOptions {
   buckets?: TokenBuckets
   /** Failed authentications per client IP. */
   failures: FailureWindows
+  /** Told whether each introspection lookup hit the cache (metrics). */
+  onIntrospectionCache?: (result: 'hit' | 'miss') => void
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -68,7 +70,8 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       requiredScopes: oauth2.required_scopes,
       cacheTtlSeconds: oauth2.cache_ttl,
       timeoutSeconds: oauth2.timeout,
-      hierarchy: security.scope_hierarchy
+      hierarchy: security.scope_hierarchy,
+      onCache: opts.onIntrospectionCache
     }, fastify.log.child({ component: 'introspection' }))
   const apiKeyHeader = security.auth.api_key.header.toLowerCase()
   const { failures } = opts

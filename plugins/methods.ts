@@ -6,11 +6,15 @@ import { createPushMethods } from '../services/json-rpc/methods/push.js'
 import { createTaskMethods } from '../services/json-rpc/methods/tasks.js'
 import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
+import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
+import { publicUrl } from '../services/agent-card.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every JSON-RPC method this agent answers; later features add entries here. */
     a2aMethods: MethodRegistry
+    /** The OpenRPC document of every registered method (`GET /openrpc.json`, `rpc.discover`), built on first use. */
+    a2aOpenRpc: () => RenderedOpenRpc
   }
 }
 
@@ -35,7 +39,13 @@ const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, 
   for (const method of createToolMethods({ config, registry, prefix: opts.prefix, startedAt: opts.startedAt })) {
     registry.add(method)
   }
+  const agent = config.agent
+  const openrpc = openRpcRenderer(() => registry.list(), {
+    title: agent.name, version: agent.version, description: agent.description, url: publicUrl(config, opts.prefix)
+  })
+  registry.add(createDiscoverMethod(openrpc))
   fastify.decorate('a2aMethods', registry)
+  fastify.decorate('a2aOpenRpc', openrpc)
 }
 
 export default fp(methodsPlugin, { name: 'a2a-methods', fastify: '5.x', dependencies: ['a2a-tasks'] })

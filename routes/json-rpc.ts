@@ -8,6 +8,7 @@ import {
 } from '../services/json-rpc/dispatch.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 import type { EventSource } from '../plugins/sse.js'
+import openRpcRoutes from './openrpc.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -66,7 +67,19 @@ async function errorHandler (this: unknown, err: FastifyError | JsonRpcError, re
   return send(reply, failure(id, rpc), rpc)
 }
 
+/**
+ * Counts an answered JSON-RPC request in the metrics, when they are on: by method, code (0 for a result) and
+ * duration. `GET /openrpc.json` shares this context and its error answers, but is no JSON-RPC request.
+ */
+function observe (reply: FastifyReply, code: number): void {
+  const metrics = reply.server.a2aMetrics
+  if (metrics == null || reply.request.method !== 'POST') return
+  const method = (reply.request.body as { method?: unknown } | null | undefined)?.method
+  metrics.rpc(typeof method === 'string' ? method : undefined, code, reply.elapsedTime / 1000)
+}
+
 function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
+  observe(reply, err?.code ?? 0)
   if (err !== undefined && err.httpStatus !== 200) {
     reply.code(err.httpStatus)
     if (err.headers !== undefined) reply.headers(err.headers)
@@ -84,6 +97,8 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   fastify.addHook('onRequest', fastify.a2aAuthenticate)
   const audit = fastify.a2aAudit
   const secured = opts.auth.config.security.enabled
+  // GET /openrpc.json shares this context: the same authentication, limits and error answers as POST /.
+  await fastify.register(openRpcRoutes, { secured })
 
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {
@@ -119,9 +134,11 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
       if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })
+      observe(reply, error.code)
       streams.error(reply, failure(req.id, error))
       return reply
     }
+    observe(reply, 0)
     streams.open(reply, req.id, source, release)
     return reply
   }

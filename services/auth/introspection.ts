@@ -25,6 +25,8 @@ export interface IntrospectionOptions {
   now?: () => number
   /** Most results cached; the least recently used go first. Default 10 000. */
   maxCacheEntries?: number
+  /** Told whether each lookup was answered from the cache (metrics); absent, nothing is called. */
+  onCache?: (result: 'hit' | 'miss') => void
 }
 
 export type IntrospectionResult =
@@ -126,9 +128,13 @@ export class IntrospectionClient {
     const key = digest(token).toString('hex')
     const hit = this.#cache.get(key)
     if (hit !== undefined) {
-      if (this.#now() < hit.expiresAt) return hit.result
+      if (this.#now() < hit.expiresAt) {
+        this.#opts.onCache?.('hit')
+        return hit.result
+      }
       this.#cache.delete(key)
     }
+    this.#opts.onCache?.('miss')
     const pending = this.#inFlight.get(key)
     if (pending !== undefined) return pending
     const lookup = this.#lookup(token, key).finally(() => this.#inFlight.delete(key))

@@ -26,6 +26,8 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
   const dialect = config.protocol.dialect
   const timeoutMs = config.server.request_timeout * 1000
   const inputModes = config.agent.input_modes
+  // With push off, a message carrying a push config is -32601 (CONTRACT.md §4).
+  const messageErrors = [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported, ...(push === undefined ? [RpcCode.methodNotFound] : [])]
 
   /** The checks message/send and message/stream share, made before any task is touched. */
   function checkMessage ({ message, configuration }: MessageSendParams): void {
@@ -61,7 +63,7 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
     summary: 'Sends a message: starts a task, or continues the task named by message.taskId. Answers with the Task.',
     params: MessageSendParamsSchema,
     result: TaskSchema,
-    errors: [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported],
+    errors: messageErrors,
     async handler (params, ctx) {
       checkMessage(params)
       const { configuration } = params
@@ -77,7 +79,7 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
     params: MessageSendParamsSchema,
     result: TaskSchema,
     streaming: true,
-    errors: [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported],
+    errors: messageErrors,
     async handler (params, ctx) {
       checkMessage(params)
       const { message } = params

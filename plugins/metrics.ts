@@ -1,0 +1,37 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import type { A2AConfig } from '../schemas/config.js'
+import { A2AMetrics } from '../services/metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Prometheus metrics of this agent (`GET /metrics`); null while `metrics.enabled` is false. */
+    a2aMetrics: A2AMetrics | null
+  }
+}
+
+export interface MetricsPluginOptions {
+  config: A2AConfig
+}
+
+/**
+ * The agent's metrics, in a prom-client registry of its own. Off (`metrics.enabled: false`), the decorator is null:
+ * nothing is registered, and the services that report are handed no observer at all.
+ */
+const metricsPlugin: FastifyPluginAsync<MetricsPluginOptions> = async (fastify, opts) => {
+  if (!opts.config.metrics.enabled) {
+    fastify.decorate('a2aMetrics', null)
+    return
+  }
+  const metrics = new A2AMetrics({
+    // Both are decorated after this plugin: they are read only when a request is answered or a scrape runs.
+    knownMethod: name => fastify.a2aMethods.has(name),
+    openStreams: () => fastify.a2aStreams.size
+  })
+  // Counted from the task service's own events, never by scanning the store.
+  fastify.a2aTasks.onCreate(record => metrics.taskCreated(record.task.status.state))
+  fastify.a2aTasks.onStatusChange((record, previous) => metrics.taskChanged(record.task.status.state, previous))
+  fastify.decorate('a2aMetrics', metrics)
+}
+
+export default fp(metricsPlugin, { name: 'a2a-metrics', fastify: '5.x', dependencies: ['a2a-tasks'] })

@@ -1,0 +1,42 @@
+import type { FastifyPluginAsync } from 'fastify'
+import { missingScopes, type Principal } from '../services/auth/principal.js'
+import { insufficientScope } from '../services/json-rpc/dispatch.js'
+import { DISCOVER_METHOD } from '../services/json-rpc/openrpc.js'
+import type { RegisteredMethod } from '../services/json-rpc/registry.js'
+
+export interface OpenRpcRoutesOptions {
+  /** `security.enabled`: callers are then audited as JSON-RPC callers are. */
+  secured: boolean
+}
+
+/** What the audit log names the route as, in its `method` field. */
+const AUDIT_METHOD = 'GET /openrpc.json'
+
+/**
+ * `GET /openrpc.json`: the OpenRPC document, the same as the result of `rpc.discover` (CONTRACT.md §3). Register it
+ * inside the JSON-RPC route context, so that it is authenticated, rate limited and refused exactly as `POST /` is,
+ * and guarded by the scopes `rpc.discover` needs.
+ */
+const openRpcRoutes: FastifyPluginAsync<OpenRpcRoutesOptions> = async (fastify, opts) => {
+  const render = fastify.a2aOpenRpc
+  const discover = fastify.a2aMethods.get(DISCOVER_METHOD) as RegisteredMethod
+  const audit = fastify.a2aAudit
+  // Built once, when every plugin has registered its methods and before the first request.
+  fastify.addHook('onReady', async () => {
+    render()
+  })
+
+  fastify.get('/openrpc.json', async function (request, reply) {
+    const principal = request.a2aPrincipal as Principal
+    const missing = missingScopes(principal, discover.scopes)
+    if (opts.secured) {
+      const fields = { principal: principal.id, scheme: principal.scheme, method: AUDIT_METHOD, ip: request.ip }
+      if (missing.length > 0) audit.warn({ ...fields, outcome: 'denied', reason: `needs scope ${missing.join(' ')}` }, 'scope denied')
+      else audit.info({ ...fields, outcome: 'success' }, 'auth success')
+    }
+    if (missing.length > 0) throw insufficientScope(missing)
+    return reply.type('application/json; charset=utf-8').send(render().json)
+  })
+}
+
+export default openRpcRoutes
