@@ -25,6 +25,11 @@ export interface UrlPolicyOptions {
   allowedNetworks: string[]
   /** Resolves a host name at delivery; default: `dns.promises.lookup(hostname, { all: true })`. */
   resolve?: (hostname: string) => Promise<LookupAddress[]>
+  /**
+   * The server's own developer-console sink URLs (an IP literal, so no lookup is made): exempt from the address and
+   * domain rules, never from the scheme and credential rules.
+   */
+  exempt?: (url: URL) => boolean
 }
 
 export type UrlCheck = { ok: true, url: URL } | { ok: false, reason: string }
@@ -140,6 +145,7 @@ export function createUrlPolicy (opts: UrlPolicyOptions): UrlPolicy {
     if (ip === undefined && (host.length > 253 || !host.split('.').every(label => LABEL.test(label)))) {
       return { ok: false, reason: `url: "${url.hostname}" is not a valid host name` }
     }
+    if (opts.exempt?.(url) === true) return { ok: true, url }
     if (opts.validateUrls) {
       const reason = ip !== undefined
         ? refuse(ip)

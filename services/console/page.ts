@@ -1,0 +1,130 @@
+// The developer console page (CONTRACT.md §3, `GET /console`): one self-contained HTML document, with its style and
+// script inline under a per-response nonce, so that it needs nothing but this server (offline included).
+import { SCRIPT_CORE } from './script.js'
+import { SCRIPT_UI } from './script-ui.js'
+
+const STYLE = String.raw`
+:root { color-scheme: light dark; --bg: #f5f6f8; --panel: #fff; --fg: #1d2330; --muted: #687082; --line: #e1e4ea;
+  --accent: #3b5bdb; --ok: #2b8a3e; --run: #1971c2; --wait: #e67700; --bad: #c92a2a; --code: #f1f3f5;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #121418; --panel: #1b1e24; --fg: #e4e6ea; --muted: #98a0ad; --line: #2b3039; --code: #23272f; }
+}
+[hidden] { display: none !important; }
+body { margin: 0; background: var(--bg); color: var(--fg); }
+header { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: baseline; padding: .8rem 1.2rem;
+  background: var(--panel); border-bottom: 1px solid var(--line); }
+header h1 { margin: 0; font-size: 1.25rem; }
+#agent-meta, #agent-description, .hint { color: var(--muted); }
+#status { margin-left: auto; font-size: .9em; color: var(--muted); }
+#status.error, .error { color: var(--bad); }
+main { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 1rem; padding: 1rem 1.2rem; }
+.panel { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: .8rem 1rem; min-width: 0; }
+.panel h2 { margin: 0 0 .6rem; font-size: 1rem; display: flex; align-items: center; gap: .6rem; }
+.panel h3 { margin: .8rem 0 .3rem; font-size: .9rem; color: var(--muted); }
+#chat-panel { grid-row: span 2; display: flex; flex-direction: column; }
+#auth, #card-panel { grid-column: 1 / -1; }
+#auth label { display: inline-flex; gap: .4rem; align-items: center; margin-right: 1rem; }
+input, textarea { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 6px;
+  padding: .35rem .5rem; }
+textarea { width: 100%; box-sizing: border-box; resize: vertical; }
+button { font: inherit; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 6px;
+  padding: .25rem .7rem; cursor: pointer; }
+button.quiet { background: transparent; color: var(--accent); }
+button:disabled { opacity: .45; cursor: default; }
+#transcript { min-height: 8rem; max-height: 24rem; overflow-y: auto; display: flex; flex-direction: column; gap: .5rem;
+  padding: .3rem 0 .6rem; }
+.msg { max-width: 85%; padding: .45rem .7rem; border-radius: 10px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.msg.user { align-self: flex-end; background: var(--accent); color: #fff; }
+.msg.agent { align-self: flex-start; background: var(--code); }
+.msg .who { font-size: .75em; opacity: .75; display: flex; gap: .5rem; }
+#chat-form { display: flex; gap: .5rem; align-items: flex-end; }
+ol.log { list-style: none; margin: 0; padding: 0; font: 12px/1.5 ui-monospace, "SFMono-Regular", Menlo, monospace;
+  max-height: 14rem; overflow-y: auto; }
+ol.log li { display: flex; gap: .6rem; padding: .15rem .3rem; border-bottom: 1px solid var(--line); }
+ol.log li.head { color: var(--muted); }
+ol.log .n { color: var(--muted); min-width: 1.5rem; text-align: right; }
+table { width: 100%; border-collapse: collapse; }
+th, td { text-align: left; padding: .3rem .4rem; border-bottom: 1px solid var(--line); }
+th { font-weight: 600; color: var(--muted); font-size: .85em; }
+td.actions { text-align: right; white-space: nowrap; }
+td.actions button { margin-left: .3rem; }
+code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 12px; }
+pre { background: var(--code); padding: .6rem; border-radius: 6px; overflow: auto; max-height: 22rem; margin: 0; }
+.state { font-weight: 600; }
+.s-completed { color: var(--ok); }
+.s-in_progress, .s-working, .s-submitted { color: var(--run); }
+.s-input_required, .s-input-required, .s-auth_required, .s-auth-required { color: var(--wait); }
+.s-canceled, .s-failed, .s-rejected { color: var(--bad); }
+#sink-url { overflow-wrap: anywhere; }
+#deliveries details { flex-basis: 100%; }
+#deliveries li { flex-wrap: wrap; }
+@media (max-width: 900px) { main { grid-template-columns: 1fr; } #chat-panel { grid-row: auto; } }
+`
+
+const BODY = `
+<header>
+  <h1 id="agent-name">A2A console</h1>
+  <span id="agent-meta"></span>
+  <span id="agent-description"></span>
+  <span id="status" role="status"></span>
+</header>
+<main>
+  <section id="auth" class="panel" hidden>
+    <h2>Credentials</h2>
+    <form id="auth-form">
+      <label>API key <small>(<span id="api-key-header">X-API-Key</span>)</small>
+        <input id="api-key" type="password" autocomplete="off" spellcheck="false"></label>
+      <label>Bearer token <input id="bearer" type="password" autocomplete="off" spellcheck="false"></label>
+      <button id="save-auth" type="submit">Use</button>
+      <button id="clear-auth" class="quiet" type="button">Clear</button>
+      <span class="hint">Kept in this tab's session storage only.</span>
+    </form>
+  </section>
+  <section id="chat-panel" class="panel">
+    <h2>Chat <small class="hint">message/stream</small></h2>
+    <div id="transcript" aria-live="polite"></div>
+    <form id="chat-form">
+      <textarea id="chat-input" rows="2" placeholder="Message the agent (Enter sends, Shift+Enter for a new line)"></textarea>
+      <button id="send" type="submit">Send</button>
+    </form>
+    <h3>Stream events, as they arrive</h3>
+    <ol id="events" class="log"></ol>
+  </section>
+  <section id="tasks-panel" class="panel">
+    <h2>Tasks <button id="refresh-tasks" class="quiet" type="button">Refresh</button></h2>
+    <p id="tasks-error" class="error"></p>
+    <table>
+      <thead><tr><th>Task</th><th>State</th><th>Updated</th><th></th></tr></thead>
+      <tbody id="tasks"></tbody>
+    </table>
+  </section>
+  <section id="push-panel" class="panel">
+    <h2>Push <button id="try-push" type="button" disabled>Try push</button></h2>
+    <p class="hint">Webhook sink: <code id="sink-url">…</code></p>
+    <ol id="deliveries" class="log"></ol>
+  </section>
+  <section id="card-panel" class="panel">
+    <h2>Agent card</h2>
+    <pre id="card"></pre>
+  </section>
+</main>`
+
+/** The whole page; `nonce` must be the one in the response's Content-Security-Policy. */
+export function consolePage (nonce: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
+<title>A2A console</title>
+<style nonce="${nonce}">${STYLE}</style>
+</head>
+<body>${BODY}
+<script nonce="${nonce}">${SCRIPT_CORE}${SCRIPT_UI}</script>
+</body>
+</html>
+`
+}

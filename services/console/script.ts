@@ -1,0 +1,164 @@
+// The developer console's browser script, inlined into the page. Plain JavaScript for any current browser: JSON-RPC
+// over fetch, SSE read from a fetch body (EventSource cannot POST), every URL relative to the page, and only
+// textContent for what the server sends. Written without template literals so that it fits in String.raw.
+
+/** The first half of the script: JSON-RPC, SSE and the chat reply view; script-ui.ts holds the rest. */
+export const SCRIPT_CORE = String.raw`
+'use strict'
+const TERMINAL = new Set(['completed', 'canceled', 'failed', 'rejected'])
+const MAX_WATCHED = 4
+const MAX_EVENTS = 200
+const SINK_POLL_MS = 1500
+const TOKEN = /^[A-Za-z0-9_-]{16,64}$/
+const KEYS = { apiKey: 'a2a-console-api-key', bearer: 'a2a-console-bearer', sink: 'a2a-console-sink', armed: 'a2a-console-push' }
+const store = window.sessionStorage
+// The agent lives where the console's own path ends: "/console" under the plugin prefix.
+const base = new URL(location.pathname.replace(/\/console\/?$/, '/'), location.href)
+const $ = id => document.getElementById(id)
+const rows = new Map()
+const watched = new Set()
+let card = null
+let apiKeyHeader = 'X-API-Key'
+let rpcId = 0
+let sinkUrl = null
+let sinkTimer = null
+let lastSeq = 0
+let eventCount = 0
+
+function el (tag, cls, text) {
+  const node = document.createElement(tag)
+  if (cls) node.className = cls
+  if (text !== undefined && text !== null) node.textContent = String(text)
+  return node
+}
+const short = id => String(id || '').slice(0, 8)
+const clock = iso => (iso ? new Date(iso) : new Date()).toLocaleTimeString()
+const stateClass = state => 'state s-' + String(state || '').replace(/[^a-z_-]/g, '')
+function randomToken (bytes) {
+  const raw = crypto.getRandomValues(new Uint8Array(bytes))
+  return btoa(String.fromCharCode(...raw)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+function say (text, isError) {
+  $('status').textContent = text
+  $('status').classList.toggle('error', Boolean(isError))
+}
+
+// JSON-RPC ------------------------------------------------------------------------------------------------------
+class RpcError extends Error {
+  constructor (error, status) {
+    const data = error.data === undefined ? '' : ' (' + (typeof error.data === 'string' ? error.data : JSON.stringify(error.data)) + ')'
+    super((status && status !== 200 ? 'HTTP ' + status + ': ' : '') + error.message + data + ' [' + error.code + ']')
+    this.code = error.code
+  }
+}
+function credentials () {
+  const headers = {}
+  const key = store.getItem(KEYS.apiKey)
+  const bearer = store.getItem(KEYS.bearer)
+  if (key) headers[apiKeyHeader] = key
+  if (bearer) headers.authorization = 'Bearer ' + bearer
+  return headers
+}
+function post (method, params, accept) {
+  const headers = Object.assign({ 'content-type': 'application/json', accept }, credentials())
+  return fetch(base, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }) })
+}
+async function answer (res) {
+  let body
+  try { body = await res.json() } catch { throw new Error('HTTP ' + res.status + ': not a JSON-RPC answer') }
+  if (body.error) throw new RpcError(body.error, res.status)
+  return body.result
+}
+async function rpc (method, params) {
+  return answer(await post(method, params, 'application/json'))
+}
+// Calls a streaming method and hands each result to onResult as its event arrives.
+async function stream (method, params, onResult) {
+  const res = await post(method, params, 'text/event-stream')
+  if (!(res.headers.get('content-type') || '').startsWith('text/event-stream')) return answer(res)
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return
+    buffer += value
+    let end
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      const data = block.split('\n').filter(l => l.startsWith('data:')).map(l => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n')
+      if (data === '') continue
+      const message = JSON.parse(data)
+      if (message.error) throw new RpcError(message.error, 200)
+      onResult(message.result)
+    }
+  }
+}
+
+// Results: whole Tasks (default dialect) or A2A events (a2a dialect) ----------------------------------------------
+const taskIdOf = r => r.kind === 'task' ? r.id : r.taskId
+const stateOf = r => (r.kind === 'task' || r.kind === 'status-update') ? r.status.state : null
+const textOf = parts => (parts || []).map(p => p.kind === 'text' ? p.text : p.kind === 'data' ? JSON.stringify(p.data, null, 2) : '[' + p.kind + ']').join('\n')
+
+function logEvent (result) {
+  const li = el('li', 'event')
+  const state = stateOf(result)
+  li.dataset.kind = result.kind
+  if (state) li.dataset.state = state
+  li.append(el('span', 'n', ++eventCount), el('span', 'kind', result.kind), el('span', stateClass(state), state || ''),
+    el('code', '', short(taskIdOf(result))))
+  if (result.kind === 'artifact-update') li.append(el('span', '', result.artifact.name || result.artifact.artifactId))
+  appendLog(li)
+}
+function appendLog (li) {
+  const list = $('events')
+  list.append(li)
+  while (list.children.length > MAX_EVENTS) list.firstChild.remove()
+  list.scrollTop = list.scrollHeight
+}
+
+// A chat reply: the agent's artifacts as they build up, else its status message.
+function replyView () {
+  const bubble = el('div', 'msg agent')
+  const who = el('div', 'who')
+  const badge = el('span', 'state')
+  const text = el('div', 'text', '…')
+  who.append(el('span', '', 'agent'), badge)
+  bubble.append(who, text)
+  $('transcript').append(bubble)
+  const artifacts = new Map()
+  let status = ''
+  function render () {
+    const shown = [...artifacts.values()].map(a => textOf(a.parts)).join('\n')
+    text.textContent = shown || status || '…'
+    $('transcript').scrollTop = $('transcript').scrollHeight
+  }
+  function setState (state) {
+    bubble.dataset.state = state
+    badge.className = stateClass(state)
+    badge.textContent = state
+  }
+  return {
+    apply (r) {
+      bubble.dataset.taskId = taskIdOf(r)
+      if (r.kind === 'task') {
+        artifacts.clear()
+        for (const a of r.artifacts || []) artifacts.set(a.artifactId, a)
+      } else if (r.kind === 'artifact-update') {
+        const old = artifacts.get(r.artifact.artifactId)
+        artifacts.set(r.artifact.artifactId, r.append && old ? Object.assign({}, old, { parts: old.parts.concat(r.artifact.parts) }) : r.artifact)
+      } else if (r.kind === 'message') {
+        status = textOf(r.parts)
+      }
+      if (r.status && r.status.message) status = textOf(r.status.message.parts)
+      if (stateOf(r)) setState(stateOf(r))
+      render()
+    },
+    fail (message) {
+      setState('error')
+      text.textContent = message
+      text.classList.add('error')
+    }
+  }
+}
+`
