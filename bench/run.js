@@ -1,107 +1,159 @@
-// `npm run bench`: message/send and message/stream throughput of the built server, on 127.0.0.1 only.
-// Each target runs in its own process; load comes from this process with a fixed number of requests in flight.
-// Flags: --quick (short runs), --duration S (seconds per run), --connections N.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { createServer } from 'node:net'
+// `npm run bench`: fastify-a2a against bare Fastify (the ceiling of our stack) and @a2a-js/sdk (the peer), in one
+// run on this machine, one server at a time, each in its own process on 127.0.0.1. Loads: message/send (autocannon),
+// message/stream (undici, every stream read to the end), push end to end (against a local receiver, next to a bare
+// got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
+// Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
+// --connections N, --tasks N (the memory phase), --only ids (bare,peer,ours,ours-key), --out FILE, --json FILE.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { Agent, request } from 'undici'
+import { freePort, rssMb, start, watch } from './proc.js'
+import { gotLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
+import { markdown, writeReport } from './report.js'
 
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
-    duration: { type: 'string' },
-    connections: { type: 'string', default: '50' }
+    seconds: { type: 'string' },
+    runs: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    tasks: { type: 'string' },
+    only: { type: 'string', default: 'bare,peer,ours,ours-key' },
+    out: { type: 'string' },
+    json: { type: 'string' }
   }
 })
-const DURATION_S = Number(values.duration ?? (values.quick ? 3 : 10))
-const CONNECTIONS = Number(values.connections)
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
+const quick = values.quick
+const settings = {
+  seconds: Number(values.seconds ?? (quick ? 1 : 10)),
+  runs: Number(values.runs ?? (quick ? 1 : 3)),
+  warmup: Number(values.warmup ?? (quick ? 0.5 : 3)),
+  connections: Number(values.connections),
+  tasks: Number(values.tasks ?? (quick ? 2_000 : 100_000))
+}
+const out = values.out ?? (quick ? undefined : fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url)))
+const here = path => fileURLToPath(new URL(path, import.meta.url))
+const API_KEY = 'bench-api-key-0123456789abcdef'
 
-const sendBody = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'message/send',
-  params: { message: { kind: 'message', role: 'user', messageId: 'bench', parts: [{ kind: 'text', text: 'hello bench' }] } }
-})
-const streamBody = sendBody.replace('message/send', 'message/stream')
+const T0 = Date.now()
+const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
-async function freePort () {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address()
-  srv.close()
-  await once(srv, 'close')
-  return port
+const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
+const ourConfig = (secured) => {
+  const file = join(dir, secured ? 'secured.yml' : 'open.yml')
+  const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
+  // One principal sends all the load: the limits are raised so that they run on every request without refusing any.
+  if (secured) {
+    lines.push('security:', '  enabled: true', '  auth_type: api_key', '  auth:', '    api_key:', '      keys:',
+      `        - { key: ${API_KEY}, id: bench }`, '  rate_limit:', '    requests_per_minute: 1000000000',
+      '    burst: 1000000000', '    max_streams_per_principal: 100000')
+  }
+  writeFileSync(file, lines.join('\n') + '\n')
+  return file
+}
+const ours = secured => port => [here('../dist/cli.js'), 'serve', '--config', ourConfig(secured), '--host', '127.0.0.1', '--port', String(port)]
+const TARGETS = {
+  bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
+  peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
+  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: ['send', 'stream', 'push'], memory: true },
+  'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } }
 }
 
-async function startServer () {
+/** Ready when message/send answers a completed task: the check that every server does the same work. */
+const readyWith = headers => async url => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: rpcBody('message/send') })
+  return res.ok && (await res.json()).result?.status?.state === 'completed'
+}
+
+/**
+ * A warm-up, then `runs` measured runs; the median run by throughput, with the CPU and peak RSS of process `pid`
+ * (null: `fn` measures its own process). `warm`: false skips the warm-up.
+ */
+async function measure (pid, fn, warm = true) {
+  if (warm) await fn(settings.warmup)
+  const results = []
+  for (let i = 0; i < settings.runs; i++) {
+    const w = pid === null ? null : watch(pid)
+    const result = await fn(settings.seconds)
+    results.push({ ...w?.stop(), ...result })
+  }
+  results.sort((a, b) => a.rps - b.rps)
+  return results[Math.floor((results.length - 1) / 2)]
+}
+
+/** A pause before RSS is read after a load, so what the load left in flight settles (shorter in tiny runs). */
+const settle = () => new Promise(resolve => setTimeout(resolve, Math.min(1000, settings.seconds * 500)))
+
+async function runTarget (id, hook) {
+  const target = TARGETS[id]
   const port = await freePort()
-  const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
-    env: { ...process.env, LOG_LEVEL: 'warn', A2A_CONFIG: '' },
-    stdio: ['ignore', 'inherit', 'inherit']
-  })
-  const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 200; i++) {
-    const ok = await fetch(url + '/health').then(r => r.ok, () => false)
-    if (ok) return { child, url }
-    await new Promise(resolve => setTimeout(resolve, 50))
+  const server = await start(target.args(port), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+  const pid = server.child.pid
+  const opts = { headers: target.headers ?? {}, connections: settings.connections }
+  const row = { label: target.label, rssStart: Math.round(rssMb(pid)) }
+  try {
+    for (const load of target.loads) {
+      log(`${id} ${load}`)
+      if (load === 'send') row.send = await measure(pid, seconds => sendLoad(server.url, { ...opts, seconds }))
+      if (load === 'stream') row.stream = await measure(pid, seconds => streamLoad(server.url, { ...opts, seconds }))
+      if (load === 'push') row.push = await measure(pid, seconds => pushLoad(server.url, hook, { ...opts, seconds }))
+    }
+    await settle()
+    row.rssAfter = Math.round(rssMb(pid))
+    let memory
+    if (target.memory === true && settings.tasks > 0) {
+      log(`${id} ${settings.tasks} tasks`)
+      const t0 = Date.now()
+      const sent = await sendLoad(server.url, { ...opts, amount: settings.tasks })
+      const rps = Math.round(settings.tasks / ((Date.now() - t0) / 1000))
+      await settle()
+      memory = { tasks: settings.tasks, rps, errors: sent.errors, rss: Math.round(rssMb(pid)) }
+    }
+    return { row, memory }
+  } finally {
+    await server.stop()
   }
-  child.kill()
-  throw new Error('the server did not start')
 }
 
-function percentile (sorted, p) {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
-}
-
-async function load (url, body, readAll) {
-  const dispatcher = new Agent({ connections: CONNECTIONS, pipelining: 1 })
-  const latencies = []
-  let errors = 0
-  const deadline = Date.now() + DURATION_S * 1000
-  async function worker () {
-    while (Date.now() < deadline) {
-      const start = process.hrtime.bigint()
-      try {
-        const res = await request(url, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json' }, body })
-        const text = await res.body.text()
-        if (res.statusCode !== 200 || (readAll && !text.includes('"completed"'))) errors++
-        else latencies.push(Number(process.hrtime.bigint() - start) / 1e6)
-      } catch {
-        errors++
+async function main () {
+  const started = Date.now()
+  const hook = await receiver()
+  const results = {
+    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    node: process.version,
+    machine: { cpu: os.cpus()[0]?.model.trim() ?? 'unknown CPU', cores: os.cpus().length, memoryGb: Math.round(os.totalmem() / 2 ** 30), os: `${os.type()} ${os.release()}` },
+    command: `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`,
+    settings,
+    targets: {}
+  }
+  try {
+    for (const id of values.only.split(',')) {
+      if (TARGETS[id] === undefined) throw new Error(`unknown target ${id}; known: ${Object.keys(TARGETS).join(', ')}`)
+      const { row, memory } = await runTarget(id, hook)
+      results.targets[id] = row
+      if (memory !== undefined) results.memory = memory
+      if (id === 'ours') {
+        log('got baseline')
+        // No warm-up: each run is a fresh client process, which warms itself before it counts.
+        results.got = await measure(null, seconds => gotLoad(hook, { connections: settings.connections, seconds }, watch), false)
       }
     }
+  } finally {
+    await hook.close()
+    rmSync(dir, { recursive: true, force: true })
   }
-  await Promise.all(Array.from({ length: CONNECTIONS }, worker))
-  await dispatcher.close()
-  latencies.sort((a, b) => a - b)
-  return {
-    rps: Math.round(latencies.length / DURATION_S),
-    p50: percentile(latencies, 0.5).toFixed(2),
-    p99: percentile(latencies, 0.99).toFixed(2),
-    errors
-  }
+  results.seconds = Math.round((Date.now() - started) / 1000)
+  const md = markdown(results)
+  process.stdout.write(md)
+  process.stdout.write(`\n(${results.seconds} s)\n`)
+  if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(results, null, 2) + '\n')
+  if (out !== undefined) writeReport(out, md)
 }
 
-async function rssOf (pid) {
-  const { readFile } = await import('node:fs/promises')
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
-  const kb = /VmRSS:\s+(\d+)/.exec(status)
-  return kb === null ? 'n/a' : `${Math.round(Number(kb[1]) / 1024)} MB`
-}
-
-const rows = []
-const server = await startServer()
-try {
-  await load(server.url, sendBody, false) // warm-up
-  rows.push({ target: 'fastify-a2a', method: 'message/send', ...await load(server.url, sendBody, false) })
-  rows.push({ target: 'fastify-a2a', method: 'message/stream', ...await load(server.url, streamBody, true) })
-  rows.push({ target: 'fastify-a2a', method: 'RSS after the runs', rps: await rssOf(server.child.pid) })
-} finally {
-  server.child.kill('SIGTERM')
-  await once(server.child, 'exit')
-}
-console.log(`node ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per run`)
-console.table(rows)
+main().catch(err => {
+  console.error(err)
+  process.exitCode = 1
+})

@@ -57,6 +57,13 @@ interface OpenStream {
   readonly prefix: string
   readonly source: EventSource
   lastWrite: number
+  /** Writes are being held until the end of this tick (see `#cork`). */
+  corked: boolean
+}
+
+function uncork (stream: OpenStream): void {
+  stream.corked = false
+  stream.res.uncork()
 }
 
 /** Tracks every open stream; one timer serves the heartbeats of all. */
@@ -98,9 +105,10 @@ export class StreamHub {
   open (reply: FastifyReply, id: JsonRpcId, source: EventSource, release: () => void = noop): void {
     reply.hijack()
     const res = reply.raw
+    const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now(), corked: false }
+    this.#cork(stream)
     res.writeHead(200, SSE_HEADERS)
     res.flushHeaders()
-    const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now() }
     this.#streams.add(stream)
     this.#ensureTimer()
     // A client that goes away only ends its stream: the task goes on (CONTRACT.md §6).
@@ -136,6 +144,9 @@ export class StreamHub {
 
   #write (stream: OpenStream, chunk: string): boolean {
     if (!this.#streams.has(stream)) return false
+    // Small events wait for the end of the tick and leave together; a large one goes out at once, after what waits.
+    if (chunk.length < stream.res.writableHighWaterMark) this.#cork(stream)
+    else if (stream.corked) uncork(stream)
     const ok = stream.res.write(chunk)
     stream.lastWrite = Date.now()
     if (!ok && stream.res.writableLength > this.#maxQueued) {
@@ -143,6 +154,17 @@ export class StreamHub {
       return false
     }
     return ok
+  }
+
+  /**
+   * Holds the stream's writes until this tick ends, then sends them as one: the headers with the first events, and
+   * the events a task makes in one go (a fast agent's whole run) in one socket write instead of one each.
+   */
+  #cork (stream: OpenStream): void {
+    if (stream.corked) return
+    stream.corked = true
+    stream.res.cork()
+    process.nextTick(uncork, stream)
   }
 
   /** The consumer is not reading: cut it off rather than buffer without bound. The task continues. */

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { WebhookNotifier } from '../services/push/notifier.js'
+import { WebhookNotifier, type NotifierOptions } from '../services/push/notifier.js'
 import { PushService } from '../services/push/service.js'
 import { createUrlPolicy, type UrlPolicy } from '../services/push/url-policy.js'
 
@@ -18,6 +18,10 @@ export interface WebhookNotifierOptions {
   config: A2AConfig
   /** For tests: resolves webhook host names (the DNS-rebinding guard sees what it returns). */
   resolve?: (hostname: string) => Promise<Array<{ address: string, family: number }>>
+  /** Push URLs exempt from the address and domain rules: the developer console's own sink URLs. */
+  exemptUrl?: (url: URL) => boolean
+  /** Told how each delivery attempt ended (metrics). */
+  onAttempt?: NotifierOptions['onAttempt']
 }
 
 /**
@@ -33,7 +37,8 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     requireHttps: settings.config.require_https,
     allowedDomains: settings.config.allowed_domains,
     allowedNetworks: settings.config.allowed_networks,
-    resolve: opts.resolve
+    resolve: opts.resolve,
+    exempt: opts.exemptUrl
   })
   const notifier = new WebhookNotifier({
     store: fastify.a2aPushConfigs,
@@ -45,7 +50,8 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     retryDelaySeconds: settings.config.retry_delay,
     defaultHeaders: settings.config.default_headers,
     signingSecret: settings.config.signing_secret,
-    maxInFlight: settings.config.max_in_flight
+    maxInFlight: settings.config.max_in_flight,
+    onAttempt: opts.onAttempt
   })
   const redis = fastify.a2aRedis
   if (config.tasks.backend === 'kvcache' && redis !== null) {
@@ -66,6 +72,9 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))
   fastify.a2aTasks.onStatusChange(record => notifier.notify(record))
+  // Memory backends: a task the store evicts or expires takes its push configs with it, so they stay bounded too.
+  const configs = fastify.a2aPushConfigs
+  fastify.a2aTasks.store.onDelete?.(taskId => configs.forget?.(taskId))
   fastify.addHook('onClose', async () => {
     await notifier.close(config.server.shutdown_timeout * 1000)
   })

@@ -16,8 +16,7 @@ interface TaskConfigs {
 /**
  * Push configs in process memory, lost on restart (`memory` and `webhook` backends, CONTRACT.md §8.1).
  * Everything goes in and out as a deep copy, so a caller never holds a reference to a stored object.
- * `ttlSeconds` is not used here: the memory task store forgets tasks on its own, and a config of a forgotten task
- * is never read again.
+ * `ttlSeconds` is not used here: when the memory task store evicts or expires a task, `forget` drops its configs.
  */
 export class MemoryPushConfigStore implements PushConfigStore {
   readonly #tasks = new Map<string, TaskConfigs>()
@@ -70,6 +69,14 @@ export class MemoryPushConfigStore implements PushConfigStore {
     // A task with no configs left holds no memory.
     if (task.configs.size === 0) this.#tasks.delete(taskId)
     return true
+  }
+
+  forget (taskId: string): void {
+    this.#tasks.delete(taskId)
+  }
+
+  holds (taskId: string): boolean {
+    return this.#tasks.has(taskId)
   }
 
   async ping (): Promise<void> {}

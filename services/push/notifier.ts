@@ -28,6 +28,8 @@ export interface NotifierOptions {
   maxInFlight: number
   /** For tests: jitter source in [0, 1). */
   random?: () => number
+  /** Told how each delivery attempt ended (metrics); absent, nothing is called. */
+  onAttempt?: (outcome: AttemptOutcome) => void
 }
 
 /**
@@ -125,7 +127,8 @@ export class WebhookNotifier {
   notify (record: StoredTask): void {
     if (this.#closed) return
     const { task } = record
-    const body = JSON.stringify(presentTask(task, this.#opts.dialect))
+    // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
+    if (!this.#taskChains.has(task.id) && this.#opts.store.holds?.(task.id) === false) return
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]
@@ -136,6 +139,8 @@ export class WebhookNotifier {
         return
       }
       if (configs.length === 0) return
+      // Snapshots are immutable: the body is the state this change made, serialized only when someone gets it.
+      const body = JSON.stringify(presentTask(task, this.#opts.dialect))
       const queue = this.#queue
       if (queue === undefined) {
         for (const config of configs) {
@@ -201,13 +206,13 @@ export class WebhookNotifier {
     const checked = this.#opts.policy.checkUrl(config.url)
     if (!checked.ok) {
       this.#log.warn({ taskId, configId: config.id, reason: checked.reason }, 'webhook url refused at delivery')
-      return { outcome: 'final' }
+      return this.#report({ outcome: 'final' })
     }
     const host = checked.url.host
     const result = await this.#attempt(delivery, checked.url)
     if (result.outcome === 'delivered') {
       this.#log.debug({ taskId, configId: config.id, host, attempt, status: result.status }, 'webhook delivered')
-      return result
+      return this.#report(result)
     }
     const fields = { taskId, configId: config.id, host, attempt, state: delivery.state, status: result.status, code: result.code }
     if (result.outcome === 'gone') {
@@ -215,14 +220,20 @@ export class WebhookNotifier {
       await this.#opts.store.remove(taskId, config.id).catch(err => {
         this.#log.warn({ err, taskId, configId: config.id }, 'push config could not be removed')
       })
-      return result
+      return this.#report(result)
     }
     if (result.outcome === 'final' || attempt > this.#opts.maxRetries) {
       this.#log.warn(fields, 'webhook delivery failed')
-      return { outcome: 'final' }
+      return this.#report({ outcome: 'final' })
     }
     this.#log.warn(fields, 'webhook delivery failed, will retry')
-    return { outcome: 'retry', retryAfter: result.retryAfter }
+    return this.#report({ outcome: 'retry', retryAfter: result.retryAfter })
+  }
+
+  /** Tells the observer (metrics) how an attempt ended. */
+  #report<R extends { outcome: AttemptOutcome }> (result: R): R {
+    this.#opts.onAttempt?.(result.outcome)
+    return result
   }
 
   /** The wait before retry number `attempt`: Retry-After when sane, else retry_delay × 2^(attempt-1) ± 20%. */

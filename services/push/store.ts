@@ -32,6 +32,13 @@ export interface PushConfigStore {
   list (taskId: string): Promise<StoredPushConfig[]>
   /** True when the config existed. */
   remove (taskId: string, id: string): Promise<boolean>
+  /**
+   * Answered at once, without I/O: false when the task has no config. Backends that cannot tell without a round
+   * trip leave it out (the caller then lists).
+   */
+  holds? (taskId: string): boolean
+  /** Memory backend: drops every config of a task the task store has forgotten (Redis keys expire with the task). */
+  forget? (taskId: string): void
   /** Throws when the backend does not answer (used by `/ready`). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -29,6 +29,7 @@ export class MemoryTaskStore implements TaskStore {
   readonly #tasks = new Map<string, Entry>()
   readonly #terminal = new Map<string, number>()
   readonly #byOwner = new Map<string, Set<string>>()
+  readonly #deleteListeners: Array<(taskId: string) => void> = []
   readonly #maxTasks: number
   readonly #ttlMs: number
   readonly #now: () => number
@@ -101,6 +102,10 @@ export class MemoryTaskStore implements TaskStore {
     return { tasks, nextPageToken: '' }
   }
 
+  onDelete (listener: (taskId: string) => void): void {
+    this.#deleteListeners.push(listener)
+  }
+
   async ping (): Promise<void> {}
 
   async close (): Promise<void> {
@@ -130,6 +135,7 @@ export class MemoryTaskStore implements TaskStore {
     const owned = this.#byOwner.get(entry.record.owner) as Set<string>
     owned.delete(id)
     if (owned.size === 0) this.#byOwner.delete(entry.record.owner)
+    for (const listener of this.#deleteListeners) listener(id)
   }
 }
 

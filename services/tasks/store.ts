@@ -45,4 +45,9 @@ export interface TaskStore {
   /** Throws when the backend does not answer (used by `/ready`). */
   ping (): Promise<void>
   close (): Promise<void>
+  /**
+   * Memory store: `listener` hears the id of every task it evicts or expires, so that what hangs off the task in
+   * memory goes with it. Stores whose records expire on their own (Redis) leave it out.
+   */
+  onDelete? (listener: (taskId: string) => void): void
 }

@@ -7,6 +7,7 @@ import type { AgentExecutor, AgentTools, ExecutorEvent, MessageContent } from '.
 import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound } from '../errors.js'
 import type { TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
+import { contextHistory } from './context-history.js'
 import { canTransition, isSettled, isTerminal } from './states.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
@@ -60,6 +61,7 @@ export class TaskService {
   readonly #now: () => number
   readonly #running = new Map<string, Run>()
   readonly #statusListeners: StatusListener[] = []
+  readonly #createListeners: Array<(record: StoredTask) => void> = []
   #draining: Promise<void> | undefined
 
   constructor (opts: TaskServiceOptions) {
@@ -81,6 +83,11 @@ export class TaskService {
 
   onStatusChange (listener: StatusListener): void {
     this.#statusListeners.push(listener)
+  }
+
+  /** Called once a task this service created is stored (metrics count tasks from here). It must not throw. */
+  onCreate (listener: (record: StoredTask) => void): void {
+    this.#createListeners.push(listener)
   }
 
   /** The task, if it exists and the principal may see it; -32001 otherwise (CONTRACT.md §9, tenancy). */
@@ -116,6 +123,7 @@ export class TaskService {
     }
     const record: StoredTask = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
     await this.store.insert(record)
+    for (const listener of this.#createListeners) listener(record)
     return record
   }
 
@@ -360,6 +368,8 @@ export class TaskService {
     const { signal } = run.controller
     const turn: Turn = { resultArtifactId: undefined }
     let state: TaskState = record.task.status.state
+    const parentLog = this.#log
+    let log: Logger | undefined
     try {
       const result = this.#executor({
         task: record.task,
@@ -367,7 +377,9 @@ export class TaskService {
         signal,
         principal: run.principal,
         tools: this.#toolsFor(run.principal),
-        log: this.#log.child({ taskId })
+        // Made on first use: a child logger costs a copy of the bindings, and most turns never log.
+        get log () { return (log ??= parentLog.child({ taskId })) },
+        contextHistory: limit => contextHistory(this.store, record, limit)
       })
       if (isAsyncIterable(result)) {
         for await (const event of result) {

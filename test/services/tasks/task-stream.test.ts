@@ -179,3 +179,13 @@ t.test('a drain that finds the consumer behind again keeps the rest held, in ord
   t.same(s.out.slice(3).map(j => JSON.parse(j).kind), ['status-update'])
   t.equal(s.ended(), 1)
 })
+
+t.test('a drain before a sink is attached writes nothing; the held results wait for the sink', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  stream.drain()
+  const s = slowSink()
+  stream.attach(s.sink)
+  t.same(s.out.map(j => JSON.parse(j).kind), ['task'])
+  stream.close()
+})

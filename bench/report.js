@@ -1,0 +1,103 @@
+// Turns one run's results into the targets of the benchmark (ratios from the same run) and the Markdown that goes
+// into BENCHMARKS.md between its markers.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+
+export const START = '<!-- bench:start -->'
+export const END = '<!-- bench:end -->'
+
+const ratio = (a, b) => (b > 0 ? Math.round((a / b) * 100) / 100 : 0)
+
+/** The targets of the issue, each `{ name, value, goal, pass }`; a target whose figures are missing is left out. */
+export function checks (r) {
+  const t = r.targets
+  const out = []
+  const add = (name, value, goal, pass) => out.push({ name, value, goal, pass })
+  const rps = (id, load) => t[id]?.[load]?.rps
+  if (rps('ours', 'send') !== undefined && rps('bare', 'send') !== undefined) {
+    const v = ratio(rps('ours', 'send'), rps('bare', 'send'))
+    add('message/send vs bare Fastify', `${v}×`, '≥ 0.6×', v >= 0.6)
+  }
+  if (rps('ours', 'send') !== undefined && rps('peer', 'send') !== undefined) {
+    const v = ratio(rps('ours', 'send'), rps('peer', 'send'))
+    add('message/send vs the peer', `${v}×`, '≥ 3×', v >= 3)
+    add('message/send p99 vs the peer', `${t.ours.send.p99} ms vs ${t.peer.send.p99} ms`, '≤', t.ours.send.p99 <= t.peer.send.p99)
+  }
+  if (rps('ours', 'stream') !== undefined && rps('peer', 'stream') !== undefined) {
+    const v = ratio(rps('ours', 'stream'), rps('peer', 'stream'))
+    add('message/stream vs the peer', `${v}×`, '≥ 3×', v >= 3)
+    add('message/stream p99 vs the peer', `${t.ours.stream.p99} ms vs ${t.peer.stream.p99} ms`, '≤', t.ours.stream.p99 <= t.peer.stream.p99)
+  }
+  if (rps('ours-key', 'send') !== undefined && rps('ours', 'send') !== undefined) {
+    const v = ratio(rps('ours-key', 'send'), rps('ours', 'send'))
+    add('message/send with an API key vs without security', `${v}×`, '≥ 0.9×', v >= 0.9)
+  }
+  if (t.ours?.push !== undefined && r.got !== undefined) {
+    const v = ratio(t.ours.push.deliveries, r.got.deliveries)
+    add('push deliveries/s vs bare got', `${v}×`, '≥ 0.9×', v >= 0.9)
+  }
+  if (t.ours?.rssAfter !== undefined) add('RSS after the runs', `${t.ours.rssAfter} MB`, '≤ 150 MB', t.ours.rssAfter <= 150)
+  if (r.memory !== undefined) {
+    add(`RSS after ${r.memory.tasks.toLocaleString('en')} more tasks`, `${r.memory.rss} MB`, '≤ 200 MB', r.memory.rss <= 200)
+  }
+  return out
+}
+
+const LOADS = [
+  ['send', 'message/send', 'req/s'],
+  ['stream', 'message/stream', 'streams/s'],
+  ['push', 'push end to end', 'tasks/s']
+]
+
+/** Server CPU time per request (per task for push, per delivery for got), in µs. */
+const perItem = (cpu, rate) => (rate > 0 ? Math.round(cpu * 1e4 / rate) : '–')
+
+function loadTable (r, [key, title, unit]) {
+  const rows = Object.values(r.targets).filter(t => t[key] !== undefined)
+  if (rows.length === 0) return []
+  const push = key === 'push'
+  const lines = [`### ${title}`, '',
+    `| server | ${unit} |${push ? ' deliveries/s |' : ''} p50 ms | p99 ms | errors | server CPU % | CPU µs each | RSS peak MB |`,
+    `| --- | ---: |${push ? ' ---: |' : ''} ---: | ---: | ---: | ---: | ---: | ---: |`]
+  for (const t of rows) {
+    const m = t[key]
+    lines.push(`| ${t.label} | ${m.rps} |${push ? ` ${m.deliveries} |` : ''} ${m.p50} | ${m.p99} | ${m.errors} | ${m.cpu} | ${perItem(m.cpu, m.rps)} | ${m.rssPeak} |`)
+  }
+  if (push && r.got !== undefined) {
+    lines.push(`| bare got 14 client (its own process) | – | ${r.got.deliveries} | – | – | ${r.got.errors} | ${r.got.cpu} | ${perItem(r.got.cpu, r.got.deliveries)} | ${r.got.rssPeak} |`)
+  }
+  return [...lines, '']
+}
+
+/** The Markdown of one run: machine, settings, one table per load, memory, and the targets with pass or fail. */
+export function markdown (r) {
+  const s = r.settings
+  const lines = [
+    `Run of ${r.date} on ${r.machine.cpu} (${r.machine.cores} cores), ${r.machine.memoryGb} GB, ${r.machine.os}, Node ${r.node}.`,
+    `Command: \`${r.command}\`. ${s.connections} connections or requests in flight; each load: ${s.warmup} s warm-up, then ` +
+    `${s.runs} × ${s.seconds} s, the median run (by throughput) shown. Server CPU is the server process's user + system ` +
+    'time over the run, as a share of one core (100 = one full core); CPU µs each is that time per request (per task ' +
+    'for push; per delivery for got).',
+    ''
+  ]
+  for (const load of LOADS) lines.push(...loadTable(r, load))
+  lines.push('### Memory', '', '| server | RSS after start MB | RSS after the runs MB |', '| --- | ---: | ---: |')
+  for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} |`)
+  if (r.memory !== undefined) {
+    lines.push('', `fastify-a2a, security off, after ${r.memory.tasks.toLocaleString('en')} more tasks through message/send ` +
+      `(${r.memory.rps} tasks/s): **${r.memory.rss} MB** RSS (\`tasks.max_tasks\` 10,000 bounds the memory store).`)
+  }
+  lines.push('', '### Targets (ratios from this run)', '', '| target | this run | goal | |', '| --- | --- | --- | --- |')
+  for (const c of checks(r)) lines.push(`| ${c.name} | ${c.value} | ${c.goal} | ${c.pass ? 'pass' : '**FAIL**'} |`)
+  return lines.join('\n') + '\n'
+}
+
+/** Replaces what is between the markers of `file` with `body`, keeping the rest; creates the file when missing. */
+export function writeReport (file, body) {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${START}\n${END}\n`
+  const a = text.indexOf(START)
+  const b = text.indexOf(END)
+  const next = a < 0 || b < a
+    ? `${text.trimEnd()}\n\n${START}\n${body}${END}\n`
+    : `${text.slice(0, a + START.length)}\n${body}${text.slice(b)}`
+  writeFileSync(file, next)
+}

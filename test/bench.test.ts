@@ -1,0 +1,49 @@
+import { execFile } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+// A smoke run of `npm run bench` at its smallest: every server starts, answers every load, and the run writes a
+// well-formed results file and report. Speed is never asserted: this machine's timings say nothing here.
+const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url))
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
+
+t.ok(existsSync(CLI), 'dist/cli.js exists (run `npm run build` first)')
+
+t.test('the quickest bench run writes a results file and a report with every figure and target', async t => {
+  const dir = t.testdir({ 'BENCHMARKS.md': '# Benchmarks\n\nKept text.\n\n<!-- bench:start -->\nold figures\n<!-- bench:end -->\n\nKept too.\n' })
+  const args = [RUN, '--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '4', '--tasks', '50',
+    '--json', `${dir}/results.json`, '--out', `${dir}/BENCHMARKS.md`]
+  // The servers record no coverage: which branches a load reaches depends on timing (the in-process tests cover them).
+  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+  const { code, stdout } = await new Promise<{ code: number | null, stdout: string }>(resolve => {
+    const child = execFile(process.execPath, [RUN, ...args.slice(1)], { env, encoding: 'utf8', timeout: 100_000 }, (_err, stdout) => {
+      resolve({ code: child.exitCode, stdout })
+    })
+  })
+  t.equal(code, 0, stdout)
+
+  const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
+  t.same(Object.keys(results.targets), ['bare', 'peer', 'ours', 'ours-key'])
+  t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50 } })
+  const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
+  t.match(results.targets.bare, { send: figures, rssStart: Number, rssAfter: Number })
+  for (const id of ['peer', 'ours', 'ours-key']) {
+    t.match(results.targets[id], { send: figures, stream: figures, push: { ...figures, deliveries: Number } }, id)
+    // Every request of the smoke run succeeded: the loads did the work they claim to measure.
+    for (const load of ['send', 'stream', 'push']) t.equal(results.targets[id][load].errors, 0, `${id} ${load} errors`)
+    t.ok(results.targets[id].push.deliveries > 0, `${id} push deliveries arrived`)
+  }
+  t.match(results.got, { deliveries: Number, errors: 0 })
+  t.match(results.memory, { tasks: 50, rss: Number, errors: 0 })
+
+  const report = readFileSync(`${dir}/BENCHMARKS.md`, 'utf8')
+  t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
+  t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
+  t.notMatch(report, /old figures/)
+  for (const title of ['### message/send', '### message/stream', '### push end to end', '### Memory', '### Targets']) {
+    t.ok(report.includes(title), title)
+  }
+  // Nine targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 9)
+})
