@@ -16,8 +16,12 @@ import redisPlugin from './plugins/redis.js'
 import webhookNotifier from './plugins/webhook-notifier.js'
 import ssePlugin from './plugins/sse.js'
 import tasksPlugin from './plugins/tasks.js'
+import metricsPlugin from './plugins/metrics.js'
 import jsonRpcRoutes from './routes/json-rpc.js'
 import wellKnownRoutes from './routes/well-known.js'
+import metricsRoutes from './routes/metrics.js'
+import consoleRoutes from './routes/console.js'
+import { ConsoleSinks, consoleEnabled } from './services/console/sinks.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -59,17 +63,22 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   const prefix = normalizePrefix(opts.prefix ?? '/')
   const executor = opts.executor ?? await loadExecutor(config.agent.executor, {
     cwd: opts.cwd ?? process.cwd(),
-    delayMs: config.agent.delay_ms
+    delayMs: config.agent.delay_ms,
+    llm: config.agent.llm
   })
   if (typeof executor !== 'function') throw new InvalidPluginOptions('executor: must be a function')
 
   fastify.decorate('a2aConfig', config)
+  // The developer console's webhook sink, whose own URLs the push URL policy lets through (CONTRACT.md §3).
+  const sinks = consoleEnabled(config) ? new ConsoleSinks({ prefix, addresses: () => fastify.addresses() }) : undefined
   await fastify.register(redisPlugin, { config, redis: opts.redis })
   await fastify.register(tasksPlugin, { config, executor })
+  await fastify.register(metricsPlugin, { config })
+  const metrics = fastify.a2aMetrics
   const push = config.push_notifications.enabled
   if (push) {
     await fastify.register(pushConfigStore, { config })
-    await fastify.register(webhookNotifier, { config, resolve: opts.resolveWebhookHost })
+    await fastify.register(webhookNotifier, { config, resolve: opts.resolveWebhookHost, exemptUrl: sinks?.owns, onAttempt: metrics?.webhookAttempt })
   }
   await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
   await fastify.register(ssePlugin, {
@@ -85,14 +94,16 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   await fastify.register(jsonRpcRoutes, {
     prefix: routePrefix,
     bodyLimit: config.server.max_request_size,
-    auth: { config, ...limitsOf(config, fastify.a2aRedis) }
+    auth: { config, ...limitsOf(config, fastify.a2aRedis), onIntrospectionCache: metrics?.introspectionCache }
   })
+  if (metrics !== null) await fastify.register(metricsRoutes, { prefix: routePrefix, metrics })
   await fastify.register(wellKnownRoutes, {
     prefix: routePrefix,
     config,
     cardPrefix: prefix,
     checks: readinessChecks(fastify)
   })
+  if (sinks !== undefined) await fastify.register(consoleRoutes, { prefix: routePrefix, sinks })
 }
 
 /**

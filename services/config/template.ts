@@ -35,10 +35,33 @@ agent:
   version: ${y(d.agent.version)}
   # Public base URL put in the card (http or https). Default: http://<server.host>:<server.port>/
   # url: https://agent.example.com/
-  # builtin | echo | a path to a module exporting an AgentExecutor.
+  # builtin | echo | openai (see llm below) | a path to a module exporting an AgentExecutor.
   executor: ${y(d.agent.executor)}
   # Built-in agent: milliseconds each task stays in progress (for demos and tests). 0 to 3600000.
   delay_ms: ${y(d.agent.delay_ms)}
+  # executor: openai talks to an OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, LM Studio,
+  # llama.cpp server). See docs/llm-executor.md. The other executors ignore this section.
+  llm:
+    # http(s) URL of the API, up to and without /chat/completions (Ollama: http://127.0.0.1:11434/v1).
+    base_url: ${y(d.agent.llm.base_url)}
+    # Sent as "Authorization: Bearer <key>" when not empty; never logged. Here read from the environment.
+    api_key: "\${OPENAI_API_KEY:-}"
+    model: ${y(d.agent.llm.model)}
+    # Told to the model first; the ask_user convention (docs/llm-executor.md) is added to it.
+    system_prompt: ${y(d.agent.llm.system_prompt)}
+    # 0 to 2.
+    temperature: ${y(d.agent.llm.temperature)}
+    # Most tokens the model may write per request.
+    max_tokens: ${y(d.agent.llm.max_tokens)}
+    # Seconds the model may stay silent: until its answer starts, and between two chunks of its stream.
+    timeout: ${y(d.agent.llm.timeout)}
+    # Rounds of tool calls (status, capabilities, list_directory) per message; 0 offers no tools.
+    max_tool_rounds: ${y(d.agent.llm.max_tool_rounds)}
+    # Tokens (estimated as characters / 4) of the earlier exchanges of the same contextId sent along; 0 sends none.
+    history_tokens: ${y(d.agent.llm.history_tokens)}
+    # Retries of an HTTP 429 or 5xx answer, and seconds before the first one (doubled each time; Retry-After wins).
+    max_retries: ${y(d.agent.llm.max_retries)}
+    retry_delay: ${y(d.agent.llm.retry_delay)}
   # Skills listed in the card. Empty: the card lists the built-in agent's skill.
   skills: ${y(d.agent.skills)}
   # skills:
@@ -183,11 +206,12 @@ tools:
     root: ${y(d.tools.list_directory.root)}
 
 metrics:
-  # GET /metrics, Prometheus text.
+  # GET /metrics, Prometheus text, never authenticated. Off: the route answers 404 and nothing is measured.
   enabled: ${y(d.metrics.enabled)}
 
 console:
-  # GET /console, the developer console: true | false | auto (on when security is off).
+  # GET /console, the developer console: chat, live task list, a webhook sink for trying push; works offline.
+  # auto: on while security is off; true: on with security too (its calls still need credentials); false: off.
   enabled: ${y(d.console.enabled)}
 `
 

@@ -1,0 +1,213 @@
+// The published package: `npm pack`, installed into a fresh project outside the repository, then used the two
+// ways a user does: `npx fastify-a2a …` and `import a2a from 'fastify-a2a'` in a project with its own Fastify.
+import { execFile, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, posix, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { rpc, userMessage } from './helper.js'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const DIST = join(ROOT, 'dist')
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+const LOCK = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'))
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+const STEP_TIMEOUT_MS = 180_000
+
+// npm install can take a while on a loaded machine; every step below has its own bound.
+t.setTimeout(600_000)
+
+// Nothing of the test run leaks into the installed project: no coverage loader, no config, no npm script context.
+const ENV: Record<string, string | undefined> = {}
+for (const [name, value] of Object.entries(process.env)) {
+  const script = /^npm_(lifecycle|package|config)_/.test(name) && !/^npm_config_(cache|userconfig|registry)$/.test(name)
+  if (!script && !['NODE_OPTIONS', 'A2A_CONFIG', 'HOST', 'PORT', 'LOG_LEVEL', 'REDIS_URL'].includes(name) && !name.startsWith('TAP')) {
+    ENV[name] = value
+  }
+}
+
+interface Result { status: number | null, stdout: string, stderr: string }
+
+function run (cmd: string, args: string[], cwd: string): Promise<Result> {
+  return new Promise(resolve => {
+    const child = execFile(cmd, args, { cwd, env: ENV, encoding: 'utf8', timeout: STEP_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (_err, stdout, stderr) => {
+      resolve({ status: child.exitCode, stdout, stderr })
+    })
+  })
+}
+
+function filesUnder (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter(entry => entry.isFile())
+    .map(entry => relative(ROOT, join(entry.parentPath, entry.name)).split('\\').join('/'))
+}
+
+if (!existsSync(join(DIST, 'cli.js')) || !existsSync(join(DIST, 'index.js'))) {
+  throw new Error('dist/ is missing: run `npm run build` first (`npm test` builds before tap)')
+}
+
+// Outside the repository, so that nothing resolves from its node_modules.
+const dir = mkdtempSync(join(tmpdir(), 'fastify-a2a-pack-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+let tarball = ''
+
+t.test('npm pack ships dist/ whole, the README and nothing else', async t => {
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], ROOT)
+  t.equal(packed.status, 0, packed.stderr)
+  const [info] = JSON.parse(packed.stdout)
+  tarball = info.filename
+  t.ok(existsSync(join(dir, tarball)))
+  const files: string[] = info.files.map((f: { path: string }) => f.path)
+  t.same(filesUnder(DIST).filter(file => !files.includes(file)), [], 'every file of dist/ is packed')
+  t.same(files.filter(f => !f.startsWith('dist/')).sort(), ['README.md', 'package.json'])
+  t.notOk(files.some(f => f.startsWith('dist/test/') || (f.endsWith('.ts') && !f.endsWith('.d.ts'))), 'no tests, no TS sources')
+  t.match(readFileSync(join(DIST, 'cli.js'), 'utf8'), /^#!\/usr\/bin\/env node\n/, 'the bin has its shebang')
+
+  // A file the code reads next to itself (new URL('…', import.meta.url)) must be in the package too.
+  for (const file of files.filter(f => f.endsWith('.js'))) {
+    for (const [, target] of readFileSync(join(ROOT, file), 'utf8').matchAll(/new URL\(\s*['"]([^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g)) {
+      const path = posix.normalize(posix.join(posix.dirname(file), target)).replace(/\/$/, '')
+      t.ok(files.some(f => f === path || f.startsWith(`${path}/`)), `${file} reads ${target}, which is packed`)
+    }
+  }
+})
+
+t.test('the tarball installs offline into a fresh project, with the production dependencies only', async t => {
+  // The npm cache holds the dependencies' tarballs (the repository's `npm ci` put them there) but not their registry
+  // metadata, so `npm install <tarball> --offline` cannot resolve version ranges. A lockfile made of the repository
+  // lock's production entries pins the same versions; `npm ci --offline` then installs them from the cache alone.
+  const dependencies = { 'fastify-a2a': `file:${tarball}`, fastify: PACKAGE.dependencies.fastify }
+  const packages: Record<string, unknown> = { '': { name: 'packed-app', version: '1.0.0', dependencies } }
+  for (const [path, entry] of Object.entries<{ dev?: boolean }>(LOCK.packages)) {
+    if (path !== '' && entry.dev !== true) packages[path] = entry
+  }
+  packages['node_modules/fastify-a2a'] = {
+    version: PACKAGE.version, resolved: `file:${tarball}`, dependencies: PACKAGE.dependencies, bin: PACKAGE.bin, engines: PACKAGE.engines
+  }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'packed-app', version: '1.0.0', private: true, type: 'module', dependencies }))
+  writeFileSync(join(dir, 'package-lock.json'), JSON.stringify({ name: 'packed-app', version: '1.0.0', lockfileVersion: 3, requires: true, packages }))
+  const installed = await run('npm', ['ci', '--offline', '--no-audit', '--no-fund'], dir)
+  t.equal(installed.status, 0, installed.stderr)
+  t.ok(existsSync(join(dir, 'node_modules', 'fastify-a2a', 'dist', 'cli.js')))
+  t.notOk(existsSync(join(dir, 'node_modules', 'tap')), 'no dev dependency')
+})
+
+t.test('npx fastify-a2a --help and --version work from the installed package', async t => {
+  const [help, version] = await Promise.all([
+    run('npx', ['--no', '--', 'fastify-a2a', '--help'], dir),
+    run('npx', ['--no', '--', 'fastify-a2a', '--version'], dir)
+  ])
+  t.equal(help.status, 0, help.stderr)
+  t.match(help.stdout, /^Usage: fastify-a2a <command>/)
+  t.equal(version.status, 0, version.stderr)
+  t.equal(version.stdout, `${PACKAGE.version}\n`)
+})
+
+t.test('npx fastify-a2a init writes agent.yml, which validate accepts and card reads', async t => {
+  const npx = (...args: string[]) => run('npx', ['--no', '--', 'fastify-a2a', ...args], dir)
+  const init = await npx('init')
+  t.equal(init.status, 0, init.stderr)
+  t.equal(init.stdout, `wrote ${join(dir, 'agent.yml')}\n`)
+  const [validate, card] = await Promise.all([npx('validate'), npx('card')])
+  t.equal(validate.status, 0, validate.stderr)
+  t.equal(validate.stdout, `ok: ${join(dir, 'agent.yml')}\n`)
+  t.equal(card.status, 0, card.stderr)
+  t.match(JSON.parse(card.stdout), { name: 'Echo Agent', protocolVersion: '0.3.0', url: 'http://127.0.0.1:8000/' })
+})
+
+t.test('npx fastify-a2a serve answers over HTTP and exits 0 on SIGTERM', async t => {
+  const child = spawn('npx', ['--no', '--', 'fastify-a2a', 'serve', '--port', '0'], {
+    cwd: dir, env: { ...ENV, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let serverPid = 0
+  t.teardown(() => {
+    try {
+      if (serverPid !== 0) process.kill(serverPid, 'SIGKILL')
+    } catch {
+      // It has exited already.
+    }
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  // npx runs the bin in a child process of its own: the server's pid comes from its log line.
+  const serving = await new Promise<{ address: string, pid: number, config: string }>((resolve, reject) => {
+    let buf = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buf += chunk
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const entry = JSON.parse(buf.slice(0, nl))
+        buf = buf.slice(nl + 1)
+        if (entry.msg === 'agent serving') resolve(entry)
+      }
+    })
+    child.on('exit', code => reject(new Error(`npx exited with ${code}: ${stderr}`)))
+  })
+  serverPid = serving.pid
+  t.match(serving.address, /^http:\/\/127\.0\.0\.1:\d+$/)
+  t.equal(serving.config, join(dir, 'agent.yml'), 'the agent.yml that init wrote')
+  const health = await fetch(`${serving.address}/health`)
+  t.equal(health.status, 200)
+  t.match(await health.json(), { status: 'healthy', agent: 'Echo Agent', version: '1.0.0' })
+  const sent = await fetch(`${serving.address}/`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage('packed') }))
+  })
+  t.match(await sent.json(), { result: { status: { state: 'completed' }, artifacts: [{ parts: [{ text: 'packed' }] }] } })
+  // Routes that serve files (the console) must find them in the installed package.
+  t.ok((await fetch(`${serving.address}/console`)).status < 500, 'GET /console is not a server error')
+  process.kill(serving.pid, 'SIGTERM')
+  t.equal(await exited, 0)
+})
+
+t.test("import a2a from 'fastify-a2a' registers into the project's own Fastify", async t => {
+  writeFileSync(join(dir, 'app.mjs'), `
+import Fastify from 'fastify'
+import a2a from 'fastify-a2a'
+
+const app = Fastify()
+app.get('/', async () => ({ host: true }))
+await app.register(a2a, { prefix: '/agent', config: { agent: { name: 'Packed Agent' } } })
+const card = await app.inject('/agent/.well-known/agent-card.json')
+const sent = await app.inject({ method: 'POST', url: '/agent', payload: ${JSON.stringify(rpc('message/send', { message: userMessage('imported') }))} })
+const host = await app.inject('/')
+console.log(JSON.stringify({
+  card: card.json(), sent: sent.json(), host: host.json(),
+  plugin: import.meta.resolve('fastify-a2a'), fastify: import.meta.resolve('fastify')
+}))
+await app.close()
+`)
+  const res = await run(process.execPath, ['app.mjs'], dir)
+  t.equal(res.status, 0, res.stderr)
+  const out = JSON.parse(res.stdout)
+  t.match(out.card, { name: 'Packed Agent', protocolVersion: '0.3.0' })
+  t.match(out.sent, { result: { status: { state: 'completed' } } })
+  t.same(out.host, { host: true })
+  const modules = join(dir, 'node_modules')
+  t.equal(dirname(dirname(fileURLToPath(out.plugin))), join(modules, 'fastify-a2a'))
+  t.ok(fileURLToPath(out.fastify).startsWith(join(modules, 'fastify') + '/'), "the project's own fastify")
+})
+
+t.test('the package types check a TypeScript user of the plugin', async t => {
+  writeFileSync(join(dir, 'check.ts'), `
+import Fastify from 'fastify'
+import a2a, { type A2AConfigInput, type AgentExecutor } from 'fastify-a2a'
+
+const executor: AgentExecutor = async function * ({ message }) {
+  yield \`got \${message.parts.length} parts\`
+}
+const config: A2AConfigInput = { agent: { name: 'Typed' }, protocol: { dialect: 'a2a' } }
+const app = Fastify()
+await app.register(a2a, { prefix: '/agent', config, executor })
+export const name: string = app.a2aConfig.agent.name
+// @ts-expect-error: the config is typed
+export const wrong: A2AConfigInput = { protocol: { dialect: 'soap' } }
+`)
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: true, types: [] },
+    files: ['check.ts']
+  }))
+  const res = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], dir)
+  t.equal(res.status, 0, res.stdout)
+})
