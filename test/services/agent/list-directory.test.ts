@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process'
-import { chmod, lstat } from 'node:fs/promises'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { lstat } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { RpcCode } from '../../../services/errors.js'
@@ -159,24 +161,44 @@ t.test('names sort in code-point order, not UTF-16 order', async t => {
   t.same(listing.entries.map(e => e.name), ['B', 'a', 'a0', 'b', '\uFF61', '\u{1F600}'])
 })
 
-// Root reads every directory whatever its mode, so EACCES cannot happen when the tests run as root.
-const asRoot = process.getuid?.() === 0
-t.test('a directory the server may not read is refused', {
-  skip: asRoot ? 'running as root: permissions are not enforced, EACCES cannot be provoked' : false
-}, async t => {
-  const root = t.testdir({ open: { f: '' }, locked: {} })
+const NOBODY = 65534
+
+/**
+ * Runs `fn` as an unprivileged user: root reads every directory whatever its mode, so when the tests run as root
+ * the effective uid and gid are `nobody` while it runs (root may take them back; glibc applies the switch to every
+ * thread, the fs thread pool included).
+ */
+async function unprivileged<T> (fn: () => Promise<T>): Promise<T> {
+  if (process.getuid?.() !== 0) return fn()
+  process.setegid?.(NOBODY)
+  process.seteuid?.(NOBODY)
+  try {
+    return await fn()
+  } finally {
+    process.seteuid?.(0)
+    process.setegid?.(0)
+  }
+}
+
+t.test('a directory the server may not read is refused', async t => {
+  // Under the system's temp dir, which any user may traverse (the checkout may not be).
+  const root = mkdtempSync(join(tmpdir(), 'a2a-list-'))
+  t.teardown(() => rmSync(root, { recursive: true, force: true }))
+  chmodSync(root, 0o755)
   const locked = join(root, 'locked')
   const open = join(root, 'open')
-  await chmod(locked, 0o000)
+  mkdirSync(locked)
+  mkdirSync(open)
+  writeFileSync(join(open, 'f'), '')
+  chmodSync(locked, 0o000)
   // Readable but not searchable: the names can be read, their lstat cannot.
-  await chmod(open, 0o444)
-  try {
-    await t.rejects(listDirectory(root, 'locked'), refusal('permission denied'))
-    await t.rejects(listDirectory(root, 'locked/inner'), refusal('permission denied'))
-    await t.rejects(listDirectory(root, 'open'), refusal('permission denied'))
-  } finally {
-    // Before t.testdir removes the tree, which it could not do through these modes.
-    await chmod(locked, 0o755)
-    await chmod(open, 0o755)
-  }
+  chmodSync(open, 0o444)
+  const denied = refusal('permission denied')
+  await unprivileged(async () => {
+    await t.rejects(listDirectory(root, 'locked'), denied)
+    await t.rejects(listDirectory(root, 'locked/inner'), denied)
+    await t.rejects(listDirectory(root, 'open'), denied)
+  })
+  t.same((await unprivileged(() => listDirectory(root, '.'))).entries.map(e => e.name), ['locked', 'open'], 'the root itself lists')
+  t.equal(process.geteuid?.(), process.getuid?.(), 'the test process has its own uid back')
 })
