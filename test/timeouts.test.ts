@@ -1,8 +1,22 @@
 import { connect, type Socket } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import { createServer } from '../server.js'
 import { validateConfig } from '../services/config/load.js'
 import { listen, rpc, until, userMessage } from './helper.js'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** Heap in use after a full collection, MB. */
+async function liveHeapMb (): Promise<number> {
+  // Two rounds with a turn between: what the first frees may hold the rest through finalizers.
+  gc()
+  await new Promise(resolve => setImmediate(resolve))
+  gc()
+  return process.memoryUsage().heapUsed / 1024 / 1024
+}
 
 /** A socket that sends the start of a request, then `trickle` forever every 100 ms; it records how it ended. */
 function slowClient (port: number, start: string, trickle: string): { socket: Socket, closed: Promise<string> } {
@@ -45,6 +59,7 @@ t.test('50 slowloris sockets neither starve normal requests nor stay open past t
 
 t.test('200 streams whose clients vanish free every subscription while their tasks run on and complete', async t => {
   const { app, url } = await listen(t, { config: { agent: { name: 'Slow', delay_ms: 300 } } })
+  const before = await liveHeapMb()
   const ids: string[] = []
   await Promise.all(Array.from({ length: 200 }, async (_, i) => {
     const ac = new AbortController()
@@ -63,6 +78,9 @@ t.test('200 streams whose clients vanish free every subscription while their tas
   await until(() => app.a2aStreams.size === 0)
   await until(() => app.a2aTasks.bus.listenerCount() === 0)
   await until(() => app.a2aTasks.running === 0)
+  // What stays is the 200 stored tasks (a few KB each); a stream that leaked its buffers would hold far more.
+  const grown = await liveHeapMb() - before
+  t.ok(grown < 8, `the live heap grew by ${grown.toFixed(1)} MB (bound: 8 MB)`)
   for (const id of ids) {
     const task = await app.inject({ method: 'POST', url: '/', payload: rpc('tasks/get', { id }) })
     t.equal(task.json().result.status.state, 'completed', `${id} completed without its client`)
