@@ -130,6 +130,28 @@ t.test('close abandons waiting retries, and a closed notifier queues nothing', a
   t.equal(hook.received.length, 1)
 })
 
+t.test('an attempt cut short by close is not retried: the delivery ends', async t => {
+  const hook = await receiver(t)
+  let answer = (): void => {}
+  const held = new Promise<void>(resolve => { answer = resolve })
+  t.teardown(() => answer())
+  hook.script(async () => {
+    await held
+    return { status: 500 }
+  })
+  const store = new MemoryPushConfigStore()
+  await store.put('task-1', { url: hook.url }, PUT)
+  const { notifier: n1, logs } = notifier(t, store, { retryDelaySeconds: 0.01 })
+  n1.notify(record('completed'))
+  await until(() => hook.received.length === 1)
+  // The receiver has not answered: close drops the connection under the attempt, which counts as retryable.
+  await n1.close(10)
+  await until(() => logs.lines().some(l => l.msg === 'webhook delivery failed, will retry'))
+  // The retry's wait ends after close: the loop sees the notifier closed and stops.
+  await new Promise(resolve => setTimeout(resolve, 100))
+  t.equal(hook.received.length, 1, 'no attempt after close')
+})
+
 t.test('default headers are sent, but never over the notifier\'s own', async t => {
   const hook = await receiver(t)
   const store = new MemoryPushConfigStore()
