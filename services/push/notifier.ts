@@ -268,26 +268,13 @@ export class WebhookNotifier {
     this.#waiting.shift()?.()
   }
 
-  async #attempt (delivery: Delivery, url: URL): Promise<{ outcome: AttemptOutcome, status?: number, code?: string, retryAfter?: number }> {
+  async #attempt (delivery: Delivery, url: URL): Promise<AttemptResult> {
     if (!await this.#slot()) return { outcome: 'final', code: 'A2A_ERR_CLOSED' }
-    try {
-      const response = await this.#post(url, this.#headers(delivery), delivery.body)
-      const status = response.status
-      if (status >= 200 && status < 300) return { outcome: 'delivered', status }
-      if (status === 410) return { outcome: 'gone', status }
-      if (status === 408 || status === 429 || status >= 500) {
-        return { outcome: 'retry', status, retryAfter: parseRetryAfter(response.retryAfter) }
-      }
-      // 3xx (redirects are not followed) and every other 4xx are final.
-      return { outcome: 'final', status }
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? 'ERROR'
-      // An address the policy refuses is final: retrying cannot make it safe.
-      if (code === 'A2A_ERR_UNSAFE_ADDRESS') return { outcome: 'final', code }
-      return { outcome: 'retry', code }
-    } finally {
-      this.#release()
-    }
+    const result = await Promise.resolve()
+      .then(() => this.#post(url, this.#headers(delivery), delivery.body))
+      .then(byStatus, byError)
+    this.#release()
+    return result
   }
 
   #headers (delivery: Delivery): Record<string, string> {
@@ -298,9 +285,11 @@ export class WebhookNotifier {
       'user-agent': USER_AGENT
     }
     if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
-    const credentials = config.authentication?.credentials
-    if (credentials !== undefined && credentials !== '') {
-      const schemes = (config.authentication?.schemes ?? []).map(s => s.toLowerCase())
+    const auth = config.authentication
+    const credentials = auth?.credentials
+    if (auth !== undefined && credentials !== undefined && credentials !== '') {
+      // The schema requires schemes whenever authentication is given.
+      const schemes = auth.schemes.map(s => s.toLowerCase())
       if (schemes.includes('bearer')) headers.authorization = `Bearer ${credentials}`
       else if (schemes.includes('apikey')) headers['x-api-key'] = credentials
     }
@@ -317,17 +306,15 @@ export class WebhookNotifier {
       let status = 0
       let retryAfter: string | undefined
       let read = 0
-      let settled = false
+      // A promise settles once: a later call (an error after the end) changes nothing.
       const done = (err?: Error) => {
-        if (settled) return
-        settled = true
         if (err !== undefined && status === 0) reject(err)
         else resolve({ status, retryAfter })
       }
       stream.on('response', (res: http.IncomingMessage) => {
-        status = res.statusCode ?? 0
-        const header = res.headers['retry-after']
-        retryAfter = Array.isArray(header) ? header[0] : header
+        // A client response always has a status code; retry-after is a single-valued header.
+        status = res.statusCode as number
+        retryAfter = res.headers['retry-after']
       })
       stream.on('data', (chunk: Buffer) => {
         read += chunk.length
@@ -341,6 +328,26 @@ export class WebhookNotifier {
       stream.resume()
     })
   }
+}
+
+interface AttemptResult { outcome: AttemptOutcome, status?: number, code?: string, retryAfter?: number }
+
+/** What a receiver's answer means for the delivery. */
+function byStatus (response: { status: number, retryAfter?: string }): AttemptResult {
+  const { status } = response
+  if (status >= 200 && status < 300) return { outcome: 'delivered', status }
+  if (status === 410) return { outcome: 'gone', status }
+  if (status === 408 || status === 429 || status >= 500) {
+    return { outcome: 'retry', status, retryAfter: parseRetryAfter(response.retryAfter) }
+  }
+  // 3xx (redirects are not followed) and every other 4xx are final.
+  return { outcome: 'final', status }
+}
+
+/** What a failed POST means: a refused address is final (retrying cannot make it safe); anything else is retried. */
+function byError (err: { code?: string }): AttemptResult {
+  const { code = 'ERROR' } = err
+  return { outcome: code === 'A2A_ERR_UNSAFE_ADDRESS' ? 'final' : 'retry', code }
 }
 
 /** `Retry-After` in seconds or as an HTTP date; undefined when absent, invalid or over 60 s. */
