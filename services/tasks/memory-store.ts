@@ -19,15 +19,24 @@ interface Entry {
   record: StoredTask
   /** Insertion order, the cursor of `list` pages. */
   seq: number
+  /** Terminal tasks only: when it expires, ms, and its neighbours in the terminal list (older, newer). */
+  expires: number
+  older: Entry | null
+  newer: Entry | null
+  linked: boolean
 }
 
 /**
- * Tasks in a Map, bounded. Terminal tasks sit in a second Map in the order they were last updated, which is both
- * their expiry order (one TTL for all) and their eviction order, so expiry and eviction cost O(1) per task.
+ * Tasks in a Map, bounded. Terminal tasks are also on a doubly-linked list in the order they were last updated,
+ * which is both their expiry order (one TTL for all) and their eviction order, so expiry and eviction cost O(1) per
+ * task. A list, not a second Map: a Map deleted from the front keeps the holes until it is rehashed, and finding its
+ * first live key walks them, which made every insert of a full store cost thousands of steps.
  */
 export class MemoryTaskStore implements TaskStore {
   readonly #tasks = new Map<string, Entry>()
-  readonly #terminal = new Map<string, number>()
+  /** The terminal list: `#oldest` expires (and is evicted) first. */
+  #oldest: Entry | null = null
+  #newest: Entry | null = null
   readonly #byOwner = new Map<string, Set<string>>()
   readonly #deleteListeners: Array<(taskId: string) => void> = []
   readonly #maxTasks: number
@@ -50,23 +59,22 @@ export class MemoryTaskStore implements TaskStore {
   async insert (record: StoredTask): Promise<void> {
     this.sweep()
     if (this.#tasks.size >= this.#maxTasks) {
-      const oldest = this.#terminal.keys().next()
-      if (oldest.done) throw new TaskStoreFull(this.#tasks.size)
-      this.#delete(oldest.value)
+      if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
+      this.#delete(this.#oldest)
     }
-    this.#tasks.set(record.task.id, { record, seq: ++this.#seq })
+    const entry: Entry = { record, seq: ++this.#seq, expires: 0, older: null, newer: null, linked: false }
+    this.#tasks.set(record.task.id, entry)
     let owned = this.#byOwner.get(record.owner)
     if (!owned) this.#byOwner.set(record.owner, (owned = new Set()))
     owned.add(record.task.id)
-    this.#track(record)
+    this.#track(entry)
   }
 
   async get (id: string): Promise<StoredTask | null> {
     const entry = this.#tasks.get(id)
     if (!entry) return null
-    const expires = this.#terminal.get(id)
-    if (expires !== undefined && expires <= this.#now()) {
-      this.#delete(id)
+    if (entry.linked && entry.expires <= this.#now()) {
+      this.#delete(entry)
       return null
     }
     return entry.record
@@ -76,7 +84,7 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.#tasks.get(next.task.id)
     if (!entry || entry.record.version !== next.version - 1) return false
     entry.record = next
-    this.#track(next)
+    this.#track(entry)
     return true
   }
 
@@ -93,8 +101,7 @@ export class MemoryTaskStore implements TaskStore {
       const { task } = entry.record
       if (query.contextId !== undefined && task.contextId !== query.contextId) continue
       if (query.state !== undefined && task.status.state !== query.state) continue
-      const expires = this.#terminal.get(task.id)
-      if (expires !== undefined && expires <= now) continue
+      if (entry.linked && entry.expires <= now) continue
       if (tasks.length === query.pageSize) return { tasks, nextPageToken: encodeToken(lastSeq) }
       tasks.push(entry.record)
       lastSeq = entry.seq
@@ -115,26 +122,39 @@ export class MemoryTaskStore implements TaskStore {
   /** Drops terminal tasks past their TTL: they are kept in expiry order, so this stops at the first live one. */
   sweep (): void {
     const now = this.#now()
-    for (const [id, expires] of this.#terminal) {
-      if (expires > now) break
-      this.#delete(id)
-    }
+    while (this.#oldest !== null && this.#oldest.expires <= now) this.#delete(this.#oldest)
   }
 
-  #track (record: StoredTask): void {
-    if (!isTerminal(record.task.status.state)) return
-    // Re-inserting moves the task to the end: the Map stays ordered by last update.
-    this.#terminal.delete(record.task.id)
-    this.#terminal.set(record.task.id, record.updatedAt + this.#ttlMs)
+  /** A terminal task goes to the newest end of the terminal list; a later write moves it there again. */
+  #track (entry: Entry): void {
+    if (!isTerminal(entry.record.task.status.state)) return
+    this.#unlink(entry)
+    entry.expires = entry.record.updatedAt + this.#ttlMs
+    entry.older = this.#newest
+    entry.newer = null
+    if (this.#newest === null) this.#oldest = entry
+    else this.#newest.newer = entry
+    this.#newest = entry
+    entry.linked = true
   }
 
-  #delete (id: string): void {
-    const entry = this.#tasks.get(id) as Entry
+  #unlink (entry: Entry): void {
+    if (!entry.linked) return
+    if (entry.older === null) this.#oldest = entry.newer
+    else entry.older.newer = entry.newer
+    if (entry.newer === null) this.#newest = entry.older
+    else entry.newer.older = entry.older
+    entry.older = entry.newer = null
+    entry.linked = false
+  }
+
+  #delete (entry: Entry): void {
+    const { owner, task: { id } } = entry.record
     this.#tasks.delete(id)
-    this.#terminal.delete(id)
-    const owned = this.#byOwner.get(entry.record.owner) as Set<string>
+    this.#unlink(entry)
+    const owned = this.#byOwner.get(owner) as Set<string>
     owned.delete(id)
-    if (owned.size === 0) this.#byOwner.delete(entry.record.owner)
+    if (owned.size === 0) this.#byOwner.delete(owner)
     for (const listener of this.#deleteListeners) listener(id)
   }
 }

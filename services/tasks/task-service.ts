@@ -33,14 +33,48 @@ export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped 
 /** Attempts of a compare-and-set update before giving up: only a pathological race would need more than two. */
 const MAX_CAS_ATTEMPTS = 16
 
+/**
+ * A run's cancellation. The AbortController (an EventTarget, costly to make) is made only when the executor reads
+ * its signal; most executors never do.
+ */
+class RunAbort {
+  aborted = false
+  #controller: AbortController | undefined
+
+  get signal (): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.aborted) this.#controller.abort()
+    }
+    return this.#controller.signal
+  }
+
+  abort (): void {
+    this.aborted = true
+    this.#controller?.abort()
+  }
+}
+
 interface Run {
-  readonly controller: AbortController
+  readonly abort: RunAbort
   readonly queue: Message[]
   readonly principal: Principal
   done: Promise<void>
 }
 
 type Mutation = (task: Task, record: StoredTask) => Task | null
+
+/** The chunk an artifact event carries (A2A `artifact-update`). */
+interface ArtifactChunk {
+  artifact: Artifact
+  append: boolean
+  lastChunk: boolean
+}
+
+/** Where a mutation that adds an artifact leaves the chunk its event is to carry. */
+interface ChunkSlot {
+  chunk?: ArtifactChunk
+}
 
 /** Per-turn state while an executor runs: the turn's `Agent-result` artifact, created by the first string. */
 interface Turn {
@@ -135,7 +169,7 @@ export class TaskService {
       existing.queue.push(message)
       return
     }
-    const run: Run = { controller: new AbortController(), queue: [message], principal, done: Promise.resolve() }
+    const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve() }
     this.#running.set(record.task.id, run)
     run.done = this.#loop(record.task.id, run)
   }
@@ -236,7 +270,7 @@ export class TaskService {
    * Applies a change with compare-and-set, retrying when another writer got there first, then publishes it.
    * `mutate` returns the new task, or null for no change; it may throw to refuse.
    */
-  async update (id: string, mutate: Mutation): Promise<StoredTask> {
+  async update (id: string, mutate: Mutation, slot?: ChunkSlot): Promise<StoredTask> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const current = await this.store.get(id)
       if (current === null) throw new TaskNotFound(id)
@@ -244,7 +278,7 @@ export class TaskService {
       if (task === null) return current
       const next: StoredTask = { ...current, task, version: current.version + 1, updatedAt: this.#now() }
       if (await this.store.replace(next)) {
-        this.#published(current, next)
+        this.#published(current, next, slot?.chunk)
         return next
       }
     }
@@ -286,16 +320,16 @@ export class TaskService {
     const run = this.#running.get(id)
     if (run === undefined) return
     run.queue.length = 0
-    run.controller.abort()
+    run.abort.abort()
   }
 
   /**
    * Tells subscribers and status listeners about a write that has happened. Their failures are logged and go no
    * further: the write stands, and the task's run must not be failed by a listener.
    */
-  #published (previous: StoredTask, next: StoredTask): void {
+  #published (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): void {
     try {
-      this.#publish(previous, next)
+      this.#publish(previous, next, chunk)
     } catch (err) {
       this.#log.error({ err, taskId: next.task.id }, 'task event listener failed')
     }
@@ -310,7 +344,7 @@ export class TaskService {
     }
   }
 
-  #publish (previous: StoredTask, next: StoredTask): void {
+  #publish (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): void {
     const before = previous.task
     const after = next.task
     if (before.status !== after.status) {
@@ -319,7 +353,6 @@ export class TaskService {
       const changed = after.artifacts.length > before.artifacts.length
         ? after.artifacts[after.artifacts.length - 1]
         : after.artifacts.find((a, i) => a !== before.artifacts[i]) as Artifact
-      const chunk = artifactChunk.get(after)
       this.bus.publish(after.id, {
         type: 'artifact',
         version: next.version,
@@ -332,7 +365,7 @@ export class TaskService {
   }
 
   async #loop (taskId: string, run: Run): Promise<void> {
-    const { signal } = run.controller
+    const { abort } = run
     if (this.#leases !== undefined) {
       // Without its lease the task still runs; it is only not reaped if this instance dies meanwhile.
       await this.#leases.acquire(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not taken'))
@@ -343,7 +376,7 @@ export class TaskService {
           if (task.status.state === 'in_progress' || isTerminal(task.status.state)) return null
           return withStatus(task, 'in_progress', this.#now())
         })
-        if (signal.aborted || isTerminal(started.task.status.state)) return
+        if (abort.aborted || isTerminal(started.task.status.state)) return
         const state = await this.#turn(started, message, run)
         if (isTerminal(state)) return
         if (run.queue.length > 0) continue
@@ -365,25 +398,27 @@ export class TaskService {
   /** One executor invocation for one message. Returns the state it left the task in. */
   async #turn (record: StoredTask, message: Message, run: Run): Promise<TaskState> {
     const taskId = record.task.id
-    const { signal } = run.controller
+    const { abort } = run
     const turn: Turn = { resultArtifactId: undefined }
     let state: TaskState = record.task.status.state
     const parentLog = this.#log
+    const toolsFor = this.#toolsFor
     let log: Logger | undefined
+    let tools: AgentTools | undefined
     try {
+      // The signal, the tools and the logger are made on first use: most turns never touch them.
       const result = this.#executor({
         task: record.task,
         message,
-        signal,
+        get signal () { return abort.signal },
         principal: run.principal,
-        tools: this.#toolsFor(run.principal),
-        // Made on first use: a child logger costs a copy of the bindings, and most turns never log.
+        get tools () { return (tools ??= toolsFor(run.principal)) },
         get log () { return (log ??= parentLog.child({ taskId })) },
         contextHistory: limit => contextHistory(this.store, record, limit)
       })
       if (isAsyncIterable(result)) {
         for await (const event of result) {
-          if (signal.aborted) break
+          if (abort.aborted) break
           state = await this.#apply(taskId, event, turn)
           if (isTerminal(state)) break
         }
@@ -391,32 +426,33 @@ export class TaskService {
         const value = await result
         const events = value === undefined ? [] : Array.isArray(value) ? value : [value]
         for (const event of events) {
-          if (signal.aborted) break
+          if (abort.aborted) break
           state = await this.#apply(taskId, event, turn)
           if (isTerminal(state)) break
         }
       }
     } catch (err) {
-      if (signal.aborted) return 'canceled'
+      if (abort.aborted) return 'canceled'
       this.#log.error({ err, taskId }, 'agent executor failed')
       const failed = await this.update(taskId, task => isTerminal(task.status.state)
         ? null
         : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
       return failed.task.status.state
     }
-    if (signal.aborted) return 'canceled'
+    if (abort.aborted) return 'canceled'
     return state
   }
 
   /** Writes one executor event to the task. Returns the task's state afterwards. */
   async #apply (taskId: string, event: ExecutorEvent, turn: Turn): Promise<TaskState> {
     const now = this.#now()
+    const slot: ChunkSlot = {}
     const next = await this.update(taskId, task => {
       if (isTerminal(task.status.state)) return null
-      if (typeof event === 'string') return addResultText(task, event, turn)
+      if (typeof event === 'string') return addResultText(task, event, turn, slot)
       switch (event.kind) {
         case 'artifact':
-          return addArtifact(task, event)
+          return addArtifact(task, event, slot)
         case 'message':
           return { ...task, history: [...task.history, agentMessage(task, event.content, event.metadata)] }
         case 'status': {
@@ -432,23 +468,21 @@ export class TaskService {
         default:
           throw invalidParams(`executor event kind "${(event as { kind: unknown }).kind}" is unknown`)
       }
-    })
+    }, slot)
     return next.task.status.state
   }
 }
 
-/** The chunk each artifact event carries, keyed by the snapshot it produced (A2A `artifact-update`). */
-const artifactChunk = new WeakMap<Task, { artifact: Artifact, append: boolean, lastChunk: boolean }>()
-
-function addResultText (task: Task, text: string, turn: Turn): Task {
+function addResultText (task: Task, text: string, turn: Turn, slot: ChunkSlot): Task {
   const artifactId = (turn.resultArtifactId ??= randomUUID())
   const exists = task.artifacts.some(a => a.artifactId === artifactId)
   return addArtifact(task, exists
     ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text }] }
-    : { kind: 'artifact', artifactId, name: RESULT_ARTIFACT_NAME, parts: [{ kind: 'text', text }] })
+    : { kind: 'artifact', artifactId, name: RESULT_ARTIFACT_NAME, parts: [{ kind: 'text', text }] }, slot)
 }
 
-function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifact' }>): Task {
+/** The task with the artifact event applied; the chunk the event is to carry goes into `slot`. */
+function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifact' }>, slot: ChunkSlot): Task {
   const index = event.artifactId === undefined ? -1 : task.artifacts.findIndex(a => a.artifactId === event.artifactId)
   let artifacts: Artifact[]
   let chunk: Artifact
@@ -467,9 +501,8 @@ function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifac
     if (index >= 0) artifacts[index] = chunk
     else artifacts.push(chunk)
   }
-  const next = { ...task, artifacts }
-  artifactChunk.set(next, { artifact: chunk, append: index >= 0 && event.append === true, lastChunk: event.lastChunk ?? true })
-  return next
+  slot.chunk = { artifact: chunk, append: index >= 0 && event.append === true, lastChunk: event.lastChunk ?? true }
+  return { ...task, artifacts }
 }
 
 function withStatus (task: Task, state: TaskState, now: number, message?: Message): Task {
