@@ -1,8 +1,10 @@
 import closeWithGrace from 'close-with-grace'
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Logger as PinoLogger } from 'pino'
 import a2a from './index.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
+import { LazyChildLogger } from './services/lazy-logger.js'
 
 export interface ServerOptions {
   /** The config file the configuration came from, for the start-up log line. */
@@ -57,7 +59,13 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     trustProxy: config.server.trust_proxy,
     return503OnClosing: true,
-    forceCloseConnections: 'idle'
+    forceCloseConnections: 'idle',
+    // The request logger is made when a request first logs at an enabled level; a route's own level or serializers
+    // need a real child at once.
+    childLoggerFactory (logger, bindings, options) {
+      if (options.level !== undefined || options.serializers !== undefined) return logger.child(bindings, options)
+      return new LazyChildLogger(logger as unknown as PinoLogger, bindings) as unknown as FastifyBaseLogger
+    }
   })
 
   // Host-level handler of the standalone server: client errors pass through, server errors are masked.
