@@ -34,11 +34,20 @@ export function createBuiltinAgent (opts: BuiltinAgentOptions = {}): AgentExecut
         return
       }
     }
-    const text = ctx.message.parts.flatMap(p => p.kind === 'text' ? [p.text] : []).join('\n').trim()
+    const text = textOf(ctx.message.parts)
     const command = tools ? parseCommand(text) : undefined
     if (command === undefined) return { kind: 'artifact', name: RESULT_ARTIFACT_NAME, parts: [...ctx.message.parts] }
     return runTool(ctx, command)
   }
+}
+
+/** The message's text parts joined by newlines, trimmed. */
+function textOf (parts: readonly Part[]): string {
+  let text: string | undefined
+  for (const part of parts) {
+    if (part.kind === 'text') text = text === undefined ? part.text : text + '\n' + part.text
+  }
+  return text === undefined ? '' : text.trim()
 }
 
 function parseCommand (text: string): ToolCommand | undefined {

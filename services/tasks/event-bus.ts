@@ -45,7 +45,8 @@ export interface TaskEventBus {
 }
 
 export class MemoryTaskEventBus implements TaskEventBus {
-  readonly #listeners = new Map<string, Set<TaskEventListener>>()
+  /** Listeners per task, in subscription order. Nearly always one: the blocking wait or the stream of the task. */
+  readonly #listeners = new Map<string, TaskEventListener[]>()
   readonly #abortHandlers: Array<(taskId: string) => void> = []
   #count = 0
 
@@ -58,12 +59,16 @@ export class MemoryTaskEventBus implements TaskEventBus {
   }
 
   publish (taskId: string, event: TaskEvent): void {
-    const set = this.#listeners.get(taskId)
-    if (set === undefined) return
+    const list = this.#listeners.get(taskId)
+    if (list === undefined) return
+    if (list.length === 1) {
+      list[0](event)
+      return
+    }
     // A listener may unsubscribe (or subscribe another) while we deliver: iterate over a copy. One that throws does
     // not keep the event from the others; the first error is rethrown once all have it.
     let failure: unknown
-    for (const listener of [...set]) {
+    for (const listener of list.slice()) {
       try {
         listener(event)
       } catch (err) {
@@ -74,30 +79,39 @@ export class MemoryTaskEventBus implements TaskEventBus {
   }
 
   subscribe (taskId: string, listener: TaskEventListener): Subscription {
-    let set = this.#listeners.get(taskId)
-    if (set === undefined) this.#listeners.set(taskId, (set = new Set()))
-    const listeners = set
-    if (listeners.has(listener)) return Object.assign(() => {}, { ready: READY })
-    listeners.add(listener)
+    let list = this.#listeners.get(taskId)
+    if (list === undefined) this.#listeners.set(taskId, (list = []))
+    else if (list.includes(listener)) return subscription(() => {})
+    const listeners = list
+    listeners.push(listener)
     this.#count++
     let active = true
-    return Object.assign(() => {
+    return subscription(() => {
       if (!active) return
       active = false
+      const at = listeners.indexOf(listener)
       // After close() the listener is gone already: count it out only once.
-      if (listeners.delete(listener)) this.#count--
-      if (listeners.size === 0 && this.#listeners.get(taskId) === listeners) this.#listeners.delete(taskId)
-    }, { ready: READY })
+      if (at < 0) return
+      listeners.splice(at, 1)
+      this.#count--
+      if (listeners.length === 0 && this.#listeners.get(taskId) === listeners) this.#listeners.delete(taskId)
+    })
   }
 
   listenerCount (taskId?: string): number {
     if (taskId === undefined) return this.#count
-    return this.#listeners.get(taskId)?.size ?? 0
+    return this.#listeners.get(taskId)?.length ?? 0
   }
 
   async close (): Promise<void> {
-    for (const set of this.#listeners.values()) set.clear()
+    for (const list of this.#listeners.values()) list.length = 0
     this.#listeners.clear()
     this.#count = 0
   }
+}
+
+/** An unsubscribe function that is ready at once (memory). */
+function subscription (unsubscribe: () => void): Subscription {
+  (unsubscribe as { ready?: Promise<void> }).ready = READY
+  return unsubscribe as Subscription
 }

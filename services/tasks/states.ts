@@ -2,6 +2,21 @@ import type { Task, TaskState } from '../../schemas/task.js'
 
 export type Dialect = 'default' | 'a2a'
 
+let stampedMs = Number.NaN
+let stamp = ''
+
+/**
+ * `new Date(ms).toISOString()`, remembered for the last millisecond asked: a busy server stamps several changes of
+ * many tasks within the same millisecond, and formatting a date is the dearest part of a status change.
+ */
+export function isoTime (ms: number): string {
+  if (ms !== stampedMs) {
+    stamp = new Date(ms).toISOString()
+    stampedMs = ms
+  }
+  return stamp
+}
+
 const TERMINAL: ReadonlySet<string> = new Set(['completed', 'canceled', 'failed', 'rejected'])
 
 /**

@@ -8,7 +8,8 @@ import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCa
 import type { TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
 import { contextHistory } from './context-history.js'
-import { canTransition, isSettled, isTerminal } from './states.js'
+import { RunAbort, TurnContext } from './turn-context.js'
+import { canTransition, isSettled, isTerminal, isoTime } from './states.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface TaskServiceOptions {
@@ -23,6 +24,9 @@ export interface TaskServiceOptions {
   now?: () => number
 }
 
+/** What a blocking wait returns: the task and the version it was read at. */
+export type SettledTask = Pick<StoredTask, 'task' | 'version'>
+
 /** Called after every state change (not after same-state status updates): push notifications hang off this. */
 export type StatusListener = (record: StoredTask, previous: TaskState) => void
 
@@ -32,28 +36,6 @@ export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped 
 
 /** Attempts of a compare-and-set update before giving up: only a pathological race would need more than two. */
 const MAX_CAS_ATTEMPTS = 16
-
-/**
- * A run's cancellation. The AbortController (an EventTarget, costly to make) is made only when the executor reads
- * its signal; most executors never do.
- */
-class RunAbort {
-  aborted = false
-  #controller: AbortController | undefined
-
-  get signal (): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-      if (this.aborted) this.#controller.abort()
-    }
-    return this.#controller.signal
-  }
-
-  abort (): void {
-    this.aborted = true
-    this.#controller?.abort()
-  }
-}
 
 interface Run {
   readonly abort: RunAbort
@@ -150,7 +132,7 @@ export class TaskService {
       id,
       contextId,
       kind: 'task',
-      status: { state: 'submitted', timestamp: new Date(now).toISOString() },
+      status: { state: 'submitted', timestamp: isoTime(now) },
       artifacts: [],
       history: [{ ...message, kind: 'message', taskId: id, contextId }],
       metadata: metadata ?? null
@@ -229,7 +211,7 @@ export class TaskService {
         const after = await this.update(id, task => isTerminal(task.status.state)
           ? null
           : withStatus(task, 'failed', this.#now(), agentMessage(task, OWNER_LOST_MESSAGE)))
-        if (after !== before && after.task.status.state === 'failed') failed.push(id)
+        if (after.version !== before?.version && after.task.status.state === 'failed') failed.push(id)
       } catch (err) {
         this.#log.warn({ err, taskId: id }, 'could not fail an orphaned task')
       }
@@ -240,29 +222,31 @@ export class TaskService {
 
   /**
    * Waits until the task settles (terminal, input_required or auth_required) at a version after `afterVersion`,
-   * or `timeoutMs` passes; returns the task as it then stands.
+   * or `timeoutMs` passes; returns the task as it then stands: the snapshot its settling event carried, else a
+   * fresh read.
    */
-  async waitSettled (record: StoredTask, timeoutMs: number): Promise<StoredTask> {
+  async waitSettled (record: SettledTask, timeoutMs: number): Promise<SettledTask> {
     const taskId = record.task.id
-    const settled = await new Promise<boolean>(resolve => {
-      const timer = setTimeout(() => finish(false), timeoutMs)
+    const settled = await new Promise<SettledTask | null>(resolve => {
+      const timer = setTimeout(() => finish(null), timeoutMs)
       const unsubscribe = this.bus.subscribe(taskId, event => {
-        if (event.type === 'status' && event.final && event.version > record.version) finish(true)
+        if (event.type === 'status' && event.final && event.version > record.version) finish(event)
       })
-      function finish (ok: boolean): void {
+      function finish (value: SettledTask | null): void {
         clearTimeout(timer)
         unsubscribe()
-        resolve(ok)
+        resolve(value)
       }
       // The task may have settled between the caller's read and this subscription.
       this.store.get(taskId).then(now => {
-        if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(true)
+        if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
       }, () => {})
     })
+    if (settled !== null) return settled
+    this.#log.debug({ taskId }, 'blocking wait timed out')
     const latest = await this.store.get(taskId)
     /* c8 ignore next -- a task only disappears by expiry or eviction, which needs a terminal state and a long wait */
     if (latest === null) throw taskNotFound(taskId)
-    if (!settled) this.#log.debug({ taskId }, 'blocking wait timed out')
     return latest
   }
 
@@ -401,21 +385,16 @@ export class TaskService {
     const { abort } = run
     const turn: Turn = { resultArtifactId: undefined }
     let state: TaskState = record.task.status.state
-    const parentLog = this.#log
-    const toolsFor = this.#toolsFor
-    let log: Logger | undefined
-    let tools: AgentTools | undefined
     try {
-      // The signal, the tools and the logger are made on first use: most turns never touch them.
-      const result = this.#executor({
+      const result = this.#executor(new TurnContext({
         task: record.task,
         message,
-        get signal () { return abort.signal },
         principal: run.principal,
-        get tools () { return (tools ??= toolsFor(run.principal)) },
-        get log () { return (log ??= parentLog.child({ taskId })) },
+        tools: this.#toolsFor(run.principal),
+        log: this.#log,
+        abort,
         contextHistory: limit => contextHistory(this.store, record, limit)
-      })
+      }))
       if (isAsyncIterable(result)) {
         for await (const event of result) {
           if (abort.aborted) break
@@ -458,7 +437,7 @@ export class TaskService {
         case 'status': {
           const message = event.message === undefined ? undefined : agentMessage(task, event.message)
           if (event.state === task.status.state) {
-            return { ...task, status: { state: task.status.state, timestamp: new Date(now).toISOString(), message } }
+            return { ...task, status: { state: task.status.state, timestamp: isoTime(now), message } }
           }
           if (!canTransition(task.status.state, event.state)) {
             throw new IllegalTransition(taskId, task.status.state, event.state)
@@ -506,7 +485,7 @@ function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifac
 }
 
 function withStatus (task: Task, state: TaskState, now: number, message?: Message): Task {
-  const status: Task['status'] = { state, timestamp: new Date(now).toISOString() }
+  const status: Task['status'] = { state, timestamp: isoTime(now) }
   if (message !== undefined) status.message = message
   return { ...task, status }
 }

@@ -254,6 +254,14 @@ t.test('file parts without a media type and data parts are accepted by the defau
   t.same(res.body.result.artifacts[0].parts, message.parts)
 })
 
+t.test('the */* input mode accepts a part of any media type', async t => {
+  const app = await build(t, { config: { agent: { name: 'Echo Agent', input_modes: ['*/*'] } } })
+  const parts = [{ kind: 'file', file: { uri: 'https://x/a.bin', mimeType: 'application/x-anything' } }, { kind: 'data', data: {} }]
+  const res = await call(app, 'message/send', { message: userMessage('x', { parts }) })
+  t.equal(res.body.result.status.state, 'completed')
+  t.same(res.body.result.artifacts[0].parts, parts)
+})
+
 t.test('wildcard input modes accept any media type of their family', async t => {
   const app = await build(t, { config: { agent: { name: 'Echo Agent', input_modes: ['text/*', 'image/*'] } } })
   const ok = await call(app, 'message/send', { message: userMessage('x', { parts: [{ kind: 'file', file: { uri: 'https://x/a.png', mimeType: 'IMAGE/PNG' } }] }) })

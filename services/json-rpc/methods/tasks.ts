@@ -8,7 +8,7 @@ import { normalizeState, presentTask } from '../../tasks/states.js'
 import type { Principal } from '../../auth/principal.js'
 import type { PushService } from '../../push/service.js'
 import type { StoredTask } from '../../tasks/store.js'
-import type { TaskService } from '../../tasks/task-service.js'
+import type { SettledTask, TaskService } from '../../tasks/task-service.js'
 import { TaskEventStream } from '../../tasks/task-stream.js'
 import type { MethodDefinition } from '../registry.js'
 
@@ -25,7 +25,7 @@ const DEFAULT_PAGE_SIZE = 50
 export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): MethodDefinition[] {
   const dialect = config.protocol.dialect
   const timeoutMs = config.server.request_timeout * 1000
-  const inputModes = config.agent.input_modes
+  const checkMediaTypes = mediaTypeCheck(config.agent.input_modes)
   // With push off, a message carrying a push config is -32601 (CONTRACT.md §4).
   const messageErrors = [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported, ...(push === undefined ? [RpcCode.methodNotFound] : [])]
 
@@ -36,7 +36,7 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
       if (push === undefined) throw pushNotSupported()
       push.check(pushConfig, 'params.configuration.pushNotificationConfig')
     }
-    checkMediaTypes(message, inputModes)
+    checkMediaTypes(message)
   }
 
   /**
@@ -67,7 +67,7 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
     async handler (params, ctx) {
       checkMessage(params)
       const { configuration } = params
-      let record = await route(params, ctx.principal)
+      let record: SettledTask = await route(params, ctx.principal)
       if (configuration?.blocking !== false) record = await tasks.waitSettled(record, timeoutMs)
       return presentTask(record.task, dialect, configuration?.historyLength)
     }
@@ -180,13 +180,21 @@ function mediaTypeOf (part: Message['parts'][number]): string {
   return part.file.mimeType ?? 'application/octet-stream'
 }
 
-/** -32005 when a part's media type is not among the agent's input modes (`type/*` and `*\/*` are wildcards). */
-function checkMediaTypes (message: Message, accepted: readonly string[]): void {
-  for (let i = 0; i < message.parts.length; i++) {
-    const type = mediaTypeOf(message.parts[i]).toLowerCase()
-    const major = type.split('/')[0] + '/*'
-    if (!accepted.some(mode => mode === type || mode === major || mode === '*/*')) {
-      throw contentTypeNotSupported(`params.message.parts.${i}: media type ${type} is not accepted (${accepted.join(', ')})`)
+/**
+ * The -32005 check: a part whose media type is not among the agent's input modes (`type/*` and `*\/*` are
+ * wildcards) is refused. The modes are looked up in a set made once.
+ */
+function mediaTypeCheck (accepted: readonly string[]): (message: Message) => void {
+  const modes = new Set(accepted)
+  if (modes.has('*/*')) return () => {}
+  return message => {
+    for (let i = 0; i < message.parts.length; i++) {
+      const type = mediaTypeOf(message.parts[i]).toLowerCase()
+      const slash = type.indexOf('/')
+      const major = (slash < 0 ? type : type.slice(0, slash)) + '/*'
+      if (!modes.has(type) && !modes.has(major)) {
+        throw contentTypeNotSupported(`params.message.parts.${i}: media type ${type} is not accepted (${accepted.join(', ')})`)
+      }
     }
   }
 }

@@ -7,7 +7,7 @@ import { createPrincipal, type Principal } from '../../../services/auth/principa
 import { MemoryTaskEventBus } from '../../../services/tasks/event-bus.js'
 import { MemoryTaskStore } from '../../../services/tasks/memory-store.js'
 import { contextHistory, MAX_CONTEXT_PAGES, MAX_CONTEXT_TASKS } from '../../../services/tasks/context-history.js'
-import { TaskService } from '../../../services/tasks/task-service.js'
+import { TaskService, type SettledTask } from '../../../services/tasks/task-service.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
 import type { Teardown } from '../../helper.js'
 
@@ -40,7 +40,7 @@ t.test('an executor sees the earlier tasks of its contextId and owner, oldest fi
     await store.close()
     await bus.close()
   })
-  const send = async (text: string, principal: Principal, contextId?: string): Promise<StoredTask> => {
+  const send = async (text: string, principal: Principal, contextId?: string): Promise<SettledTask> => {
     const created = await service.create(userMessage(text, contextId), principal)
     service.dispatch(created, principal)
     return service.waitSettled(created, 10_000)

@@ -9,7 +9,7 @@ import { ANONYMOUS, createPrincipal, type Principal } from '../../../services/au
 import { RpcCode } from '../../../services/errors.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import { MemoryTaskStore } from '../../../services/tasks/memory-store.js'
-import { FAILED_MESSAGE, SHUTDOWN_MESSAGE, TaskService } from '../../../services/tasks/task-service.js'
+import { FAILED_MESSAGE, SHUTDOWN_MESSAGE, TaskService, type SettledTask } from '../../../services/tasks/task-service.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
 
 const alice = createPrincipal('alice', 'api_key', ['api:read'], {})
@@ -74,7 +74,7 @@ function texts (task: Task): string[][] {
 }
 
 /** Creates a task, starts it and waits until it settles. */
-async function send (service: TaskService, message: Message, principal: Principal = alice): Promise<StoredTask> {
+async function send (service: TaskService, message: Message, principal: Principal = alice): Promise<SettledTask> {
   const created = await service.create(message, principal)
   service.dispatch(created, principal)
   return service.waitSettled(created, SETTLE_MS)
@@ -858,4 +858,41 @@ t.test('a listener that throws is logged; the write stands and the task complete
   const messages = lines().map(l => l.msg)
   t.ok(messages.includes('task event listener failed'))
   t.ok(messages.includes('task status listener failed'))
+})
+
+t.test('an executor passes its context on with a spread, naming the signal, which is made on first read', async t => {
+  let keys: string[] = []
+  const inner: AgentExecutor = async ctx => {
+    ctx.log.info('from the inner executor')
+    t.equal(ctx.signal.aborted, false)
+    t.equal(ctx.tools, tools)
+    t.equal(ctx.principal, alice)
+    t.same(await ctx.contextHistory?.(), [])
+    return `inner saw ${textOf(ctx.message)} in ${ctx.task.status.state}`
+  }
+  const { service } = harness(t, ctx => {
+    keys = Object.keys(ctx)
+    return inner({ ...ctx, signal: ctx.signal, message: { ...ctx.message, parts: [{ kind: 'text', text: 'rewritten' }] } })
+  })
+  const done = await send(service, userMessage('x'))
+  t.same(texts(done.task), [['inner saw rewritten in in_progress']])
+  t.same(keys.sort(), ['contextHistory', 'log', 'message', 'principal', 'task', 'tools'], 'all but signal are own fields')
+})
+
+t.test('a signal first read after the cancel is already aborted', async t => {
+  const started = gate()
+  const resume = gate()
+  let seen: boolean | undefined
+  const { service } = harness(t, async ctx => {
+    started.open()
+    await resume.promise
+    seen = ctx.signal.aborted
+  })
+  const created = await service.create(userMessage('x'), alice)
+  service.dispatch(created, alice)
+  await started.promise
+  await service.cancel(created.task.id, alice)
+  resume.open()
+  await idle(service)
+  t.equal(seen, true)
 })
