@@ -84,7 +84,8 @@ function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyR
     reply.code(err.httpStatus)
     if (err.headers !== undefined) reply.headers(err.headers)
   }
-  return reply.type('application/json; charset=utf-8').send(body)
+  // An object body gets Fastify's `application/json; charset=utf-8`; setting it here would only be parsed again.
+  return reply.send(body)
 }
 
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
