@@ -109,8 +109,14 @@ export class WebhookNotifier {
       timeout: { request: opts.timeoutSeconds * 1000 },
       // Every name is resolved through the policy: an address it refuses is never connected to (DNS rebinding).
       dnsLookup: opts.policy.lookup,
-      agent: this.#agents
+      agent: this.#agents,
+      mutableDefaults: true
     })
+    // got copies `cacheOptions` (four keys, all undefined) into every request, and then builds the request's
+    // options as a spread of it followed by some thirty keys: V8 cannot cache that shape, so every request cost
+    // about 19 µs and 11 KB of new hidden classes in the old generation. We never use got's cache: an empty
+    // object keeps the spread on the fast path.
+    this.#client.defaults.options.cacheOptions = {}
   }
 
   /** Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. */
@@ -279,11 +285,11 @@ export class WebhookNotifier {
 
   #headers (delivery: Delivery): Record<string, string> {
     const { config } = delivery
-    const headers: Record<string, string> = {
-      ...this.#defaultHeaders,
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT
-    }
+    // Copied key by key: a spread followed by new keys is V8's slow path, on every attempt.
+    const headers: Record<string, string> = {}
+    for (const name of Object.keys(this.#defaultHeaders)) headers[name] = this.#defaultHeaders[name]
+    headers['content-type'] = 'application/json'
+    headers['user-agent'] = USER_AGENT
     if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
     const auth = config.authentication
     const credentials = auth?.credentials
