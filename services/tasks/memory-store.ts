@@ -1,6 +1,6 @@
 import { TaskStoreFull, invalidParams } from '../errors.js'
 import { isTerminal } from './states.js'
-import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+import type { StoredTask, SyncTaskStore, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface MemoryTaskStoreOptions {
   /** `tasks.max_tasks`: at most this many tasks are held. */
@@ -32,7 +32,7 @@ interface Entry {
  * task. A list, not a second Map: a Map deleted from the front keeps the holes until it is rehashed, and finding its
  * first live key walks them, which made every insert of a full store cost thousands of steps.
  */
-export class MemoryTaskStore implements TaskStore {
+export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #tasks = new Map<string, Entry>()
   /** The terminal list: `#oldest` expires (and is evicted) first. */
   #oldest: Entry | null = null
@@ -71,6 +71,19 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async get (id: string): Promise<StoredTask | null> {
+    return this.getNow(id)
+  }
+
+  async replace (next: StoredTask): Promise<boolean> {
+    return this.replaceNow(next)
+  }
+
+  /** This store is its own synchronous view (TaskStore.sync). */
+  get sync (): SyncTaskStore | undefined {
+    return this
+  }
+
+  getNow (id: string): StoredTask | null {
     const entry = this.#tasks.get(id)
     if (!entry) return null
     if (entry.linked && entry.expires <= this.#now()) {
@@ -80,7 +93,7 @@ export class MemoryTaskStore implements TaskStore {
     return entry.record
   }
 
-  async replace (next: StoredTask): Promise<boolean> {
+  replaceNow (next: StoredTask): boolean {
     const entry = this.#tasks.get(next.task.id)
     if (!entry || entry.record.version !== next.version - 1) return false
     entry.record = next

@@ -28,6 +28,12 @@ export interface TaskListPage {
   nextPageToken: string
 }
 
+/** A store in this process that answers at once: `getNow` and `replaceNow` are `get` and `replace` without a promise. */
+export interface SyncTaskStore {
+  getNow (id: string): StoredTask | null
+  replaceNow (next: StoredTask): boolean
+}
+
 /**
  * Where tasks live. Implementations: MemoryTaskStore (bounded by `tasks.max_tasks`, terminal tasks kept `tasks.ttl`)
  * and, with `tasks.backend: kvcache`, a Redis store sharing tasks between instances.
@@ -50,4 +56,9 @@ export interface TaskStore {
    * memory goes with it. Stores whose records expire on their own (Redis) leave it out.
    */
   onDelete? (listener: (taskId: string) => void): void
+  /**
+   * The memory store answers in this process: the task service reads and writes it through this view, with no
+   * promise and no tick between the read and the compare-and-set. Stores across the network leave it out.
+   */
+  readonly sync?: SyncTaskStore
 }

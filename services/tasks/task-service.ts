@@ -255,13 +255,15 @@ export class TaskService {
    * `mutate` returns the new task, or null for no change; it may throw to refuse.
    */
   async update (id: string, mutate: Mutation, slot?: ChunkSlot): Promise<StoredTask> {
+    // A store in this process is read and written at once: nothing can come between the read and the write.
+    const sync = this.store.sync
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const current = await this.store.get(id)
+      const current = sync !== undefined ? sync.getNow(id) : await this.store.get(id)
       if (current === null) throw new TaskNotFound(id)
       const task = mutate(current.task, current)
       if (task === null) return current
       const next: StoredTask = { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
-      if (await this.store.replace(next)) {
+      if (sync !== undefined ? sync.replaceNow(next) : await this.store.replace(next)) {
         this.#published(current, next, slot?.chunk)
         return next
       }

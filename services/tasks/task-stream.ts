@@ -27,14 +27,18 @@ export interface TaskEventStreamOptions {
   mode: 'message' | 'resubscribe'
 }
 
-// One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7).
-const serialized: Record<Dialect, WeakMap<object, string>> = { default: new WeakMap(), a2a: new WeakMap() }
+// One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7). The bus
+// hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs
+// remembering for events; snapshots (resubscribe, shutdown) are kept per task.
+let lastEvent: TaskEvent | undefined
+let lastDialect: Dialect | undefined
+let lastJson = ''
+const snapshots: Record<Dialect, WeakMap<object, string>> = { default: new WeakMap(), a2a: new WeakMap() }
 
 /** The JSON of an event's `result` in a dialect: the whole Task (default) or an A2A update event (a2a). */
 export function eventResult (event: TaskEvent, dialect: Dialect): string {
-  const cache = serialized[dialect]
-  let json = cache.get(event)
-  if (json !== undefined) return json
+  if (event === lastEvent && dialect === lastDialect) return lastJson
+  let json: string
   const { task } = event
   if (dialect === 'default') {
     json = JSON.stringify(presentTask(task, dialect))
@@ -56,12 +60,14 @@ export function eventResult (event: TaskEvent, dialect: Dialect): string {
       lastChunk: event.lastChunk
     })
   }
-  cache.set(event, json)
+  lastEvent = event
+  lastDialect = dialect
+  lastJson = json
   return json
 }
 
 function snapshotResult (task: Task, dialect: Dialect): string {
-  const cache = serialized[dialect]
+  const cache = snapshots[dialect]
   let json = cache.get(task)
   if (json === undefined) {
     json = JSON.stringify(presentTask(task, dialect))

@@ -774,8 +774,13 @@ t.test('events of a task another writer finished are dropped', async t => {
 })
 
 t.test('update gives up with TaskConflict when every compare-and-set loses', async t => {
+  // A store across the network (no synchronous view), where another writer wins every time.
   class ContendedStore extends MemoryTaskStore {
     replaces = 0
+    override get sync (): undefined {
+      return undefined
+    }
+
     override async replace (): Promise<boolean> {
       this.replaces++
       return false
@@ -791,7 +796,12 @@ t.test('update gives up with TaskConflict when every compare-and-set loses', asy
 })
 
 t.test('a store failure during a run is logged and ends the run', async t => {
+  // A store across the network (no synchronous view) that fails its writes.
   class BrokenStore extends MemoryTaskStore {
+    override get sync (): undefined {
+      return undefined
+    }
+
     override async replace (): Promise<boolean> {
       throw new Error('store down')
     }
