@@ -1,21 +1,21 @@
 import fp from 'fastify-plugin'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
 import type { A2AConfig } from '../schemas/config.js'
 import { ANONYMOUS, type Principal } from '../services/auth/principal.js'
 import { CredentialVerifier } from '../services/auth/credentials.js'
 import { IntrospectionClient } from '../services/auth/introspection.js'
-import type { FailureWindows, TokenBuckets } from '../services/auth/limits.js'
+import type { FailureWindows, LimitResult, TokenBuckets } from '../services/auth/limits.js'
 import { JsonRpcError, RpcCode, unauthenticated } from '../services/errors.js'
 import type { Logger } from '../services/logger.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * The onRequest hook that authenticates a caller and sets `request.a2aPrincipal` (CONTRACT.md §9). With
-     * security off it is synchronous (it calls `done`); with security on it returns a promise.
+     * The onRequest hook that authenticates a caller and sets `request.a2aPrincipal` (CONTRACT.md §9). It calls
+     * `done` at once when the principal is known without I/O.
      */
-    a2aAuthenticate: onRequestHookHandler | onRequestAsyncHookHandler
+    a2aAuthenticate: onRequestHookHandler
     /** The audit logger: one line per authentication success or failure and per scope denial. */
     a2aAudit: Logger
   }
@@ -87,18 +87,30 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     throw unauthenticated(reason, sent)
   }
 
-  async function authenticate (request: FastifyRequest): Promise<void> {
+  /**
+   * The caller's principal: at once when all it takes is in this process (API keys, static bearer tokens, failure
+   * windows in memory), else a promise (Redis, introspection). A refusal is thrown or rejected.
+   */
+  function authenticate (request: FastifyRequest): Principal | Promise<Principal> {
     const apiKey = request.headers[apiKeyHeader]
     const authorization = request.headers.authorization
-    const sent = apiKey !== undefined || authorization !== undefined
-    if (sent) {
-      // A flood of bad credentials from one IP is cut off before any of them is checked or introspected.
-      const wait = await failures.blocked(request.ip)
-      if (wait > 0) {
-        audit.warn({ principal: null, scheme: null, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
-        throw rateLimited(wait, 'too many failed authentications from this address')
-      }
+    if (apiKey === undefined && authorization === undefined) return identify(request, apiKey, authorization, false)
+    // A flood of bad credentials from one IP is cut off before any of them is checked or introspected.
+    const wait = failures.blocked(request.ip)
+    return typeof wait === 'number'
+      ? identifyUnlessBlocked(request, wait, apiKey, authorization)
+      : wait.then(ms => identifyUnlessBlocked(request, ms, apiKey, authorization))
+  }
+
+  function identifyUnlessBlocked (request: FastifyRequest, wait: number, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
+    if (wait > 0) {
+      audit.warn({ principal: null, scheme: null, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
+      throw rateLimited(wait, 'too many failed authentications from this address')
     }
+    return identify(request, apiKey, authorization, true)
+  }
+
+  function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined, sent: boolean): Principal | Promise<Principal> {
     let principal: Principal | null = null
     let scheme = 'none'
     if (typeof apiKey === 'string') {
@@ -111,20 +123,33 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       scheme = 'bearer'
       principal = verifier.bearer(token) ?? verifier.apiKey(token)
       if (principal === null && introspection !== undefined) {
-        scheme = 'oauth2'
-        const result = await introspection.introspect(token)
-        if (!result.ok) return refuse(request, scheme, result.reason, true)
-        principal = result.principal
+        return introspection.introspect(token).then(result => result.ok ? result.principal : refuse(request, 'oauth2', result.reason, true))
       }
     }
     if (principal === null) {
       return refuse(request, scheme, sent ? 'invalid credentials' : 'credentials required', sent)
     }
-    request.a2aPrincipal = principal
+    return principal
   }
 
-  fastify.decorate('a2aAuthenticate', async function (request: FastifyRequest) {
-    await authenticate(request)
+  // Synchronous when the principal is known at once: an async hook costs a promise and a tick on every request.
+  fastify.decorate('a2aAuthenticate', function (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
+    let result: Principal | Promise<Principal>
+    try {
+      result = authenticate(request)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    if (result instanceof Promise) {
+      result.then(principal => {
+        request.a2aPrincipal = principal
+        done()
+      }, done)
+      return
+    }
+    request.a2aPrincipal = result
+    done()
   })
 
   if (opts.buckets !== undefined) {
@@ -133,9 +158,12 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     // @fastify/rate-limit counts `current` against `max`; a token bucket answers with what is left.
     class TokenBucketStore {
       incr (key: string, cb: (err: Error | null, res?: { current: number, ttl: number }) => void): void {
-        buckets.take(key).then(r => cb(null, r.allowed
+        const answer = (r: LimitResult) => cb(null, r.allowed
           ? { current: burst - r.remaining, ttl: 0 }
-          : { current: burst + 1, ttl: Math.max(1000, r.retryAfterMs) }), cb)
+          : { current: burst + 1, ttl: Math.max(1000, r.retryAfterMs) })
+        const taken = buckets.take(key)
+        if (taken instanceof Promise) taken.then(answer, cb)
+        else answer(taken)
       }
 
       /* c8 ignore next 3 -- @fastify/rate-limit calls it only for a route with its own rateLimit config, which the JSON-RPC route has not */

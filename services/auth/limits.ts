@@ -15,7 +15,8 @@ export interface LimitResult {
  * Redis (one hash per key, one Lua script per take) so that every instance shares the buckets.
  */
 export interface TokenBuckets {
-  take (key: string): Promise<LimitResult>
+  /** At once in memory (no promise on the path of every request), a promise from Redis. */
+  take (key: string): LimitResult | Promise<LimitResult>
 }
 
 /**
@@ -23,8 +24,8 @@ export interface TokenBuckets {
  * window passes.
  */
 export interface FailureWindows {
-  /** Ms until the IP may try again; 0 when it may. */
-  blocked (ip: string): Promise<number>
+  /** Ms until the IP may try again; 0 when it may. At once in memory, a promise from Redis. */
+  blocked (ip: string): number | Promise<number>
   fail (ip: string): Promise<void>
 }
 
@@ -53,7 +54,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
     this.#buckets = new LRUCache({ max: opts.maxKeys ?? DEFAULT_MAX_KEYS })
   }
 
-  async take (key: string): Promise<LimitResult> {
+  take (key: string): LimitResult {
     const now = this.#now()
     const bucket = this.#buckets.get(key) ?? { tokens: this.#burst, at: now }
     bucket.tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.at) * this.#rate)
@@ -123,7 +124,7 @@ export class MemoryFailureWindows implements FailureWindows {
     this.#windows = new LRUCache({ max: opts.maxKeys ?? DEFAULT_MAX_KEYS })
   }
 
-  async blocked (ip: string): Promise<number> {
+  blocked (ip: string): number {
     const w = this.#windows.get(ip)
     const now = this.#now()
     if (w === undefined || w.resetAt <= now || w.count < this.#limit) return 0
