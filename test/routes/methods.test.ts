@@ -262,6 +262,15 @@ t.test('the */* input mode accepts a part of any media type', async t => {
   t.same(res.body.result.artifacts[0].parts, parts)
 })
 
+t.test('a media type without a slash is its own family: text/* takes it, image/* does not take audio', async t => {
+  const app = await build(t, { config: { agent: { name: 'Echo Agent', input_modes: ['text/*', 'image/*'] } } })
+  const file = (mimeType: string) => userMessage('x', { parts: [{ kind: 'file', file: { uri: 'https://x/a', mimeType } }] })
+  t.equal((await call(app, 'message/send', { message: file('Text') })).body.result.status.state, 'completed')
+  const refused = await call(app, 'message/send', { message: file('audio') })
+  t.equal(refused.body.error.code, -32005)
+  t.equal(refused.body.error.data, 'params.message.parts.0: media type audio is not accepted (text/*, image/*)')
+})
+
 t.test('wildcard input modes accept any media type of their family', async t => {
   const app = await build(t, { config: { agent: { name: 'Echo Agent', input_modes: ['text/*', 'image/*'] } } })
   const ok = await call(app, 'message/send', { message: userMessage('x', { parts: [{ kind: 'file', file: { uri: 'https://x/a.png', mimeType: 'IMAGE/PNG' } }] }) })

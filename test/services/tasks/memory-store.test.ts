@@ -92,6 +92,22 @@ t.test('a full store evicts the least recently updated terminal task first', asy
   await t.rejects(s.insert(record('g')), { code: 'A2A_ERR_TASK_STORE_FULL' }, 'only unfinished tasks are left')
 })
 
+t.test('a terminal task written again from the middle of the expiry order moves to its newest end', async t => {
+  const c = clock()
+  const s = store(t, { maxTasks: 3, now: c.now })
+  const [a, b, d] = ['a', 'b', 'd'].map(id => record(id, { at: c.ms }))
+  for (const r of [a, b, d]) await s.insert(r)
+  await finish(s, a, 'completed', c.ms + 1)
+  const doneB = await finish(s, b, 'completed', c.ms + 2)
+  await finish(s, d, 'completed', c.ms + 3)
+  // b has an older (a) and a newer (d) neighbour; written again, it becomes the last to go.
+  t.equal(await s.replace({ ...doneB, version: doneB.version + 1, updatedAt: c.ms + 4 }), true)
+  const evicted: string[] = []
+  s.onDelete(id => evicted.push(id))
+  for (const id of ['e', 'f', 'g']) await s.insert(record(id, { at: c.ms + 5 }))
+  t.same(evicted, ['a', 'd', 'b'])
+})
+
 t.test('a store full of unfinished tasks refuses a new one with TaskStoreFull', async t => {
   const s = store(t, { maxTasks: 2 })
   await s.insert(record('a'))
