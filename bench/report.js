@@ -80,8 +80,8 @@ export function markdown (r) {
     ''
   ]
   for (const load of LOADS) lines.push(...loadTable(r, load))
-  lines.push('### Memory', '', '| server | RSS after start MB | RSS after the runs MB |', '| --- | ---: | ---: |')
-  for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} |`)
+  lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
+  for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)
   if (r.memory !== undefined) {
     lines.push('', `fastify-a2a, security off, after ${r.memory.tasks.toLocaleString('en')} more tasks through message/send ` +
       `(${r.memory.rps} tasks/s): **${r.memory.rss} MB** RSS (\`tasks.max_tasks\` 10,000 bounds the memory store).`)

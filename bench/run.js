@@ -3,7 +3,8 @@
 // message/stream (undici, every stream read to the end), push end to end (against a local receiver, next to a bare
 // got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
-// --connections N, --tasks N (the memory phase), --only ids (bare,peer,ours,ours-key), --out FILE, --json FILE.
+// --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
+// (bare,peer,ours,ours-key), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +22,7 @@ const { values } = parseArgs({
     warmup: { type: 'string' },
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
+    idle: { type: 'string' },
     only: { type: 'string', default: 'bare,peer,ours,ours-key' },
     out: { type: 'string' },
     json: { type: 'string' }
@@ -32,7 +34,8 @@ const settings = {
   runs: Number(values.runs ?? (quick ? 1 : 3)),
   warmup: Number(values.warmup ?? (quick ? 0.5 : 3)),
   connections: Number(values.connections),
-  tasks: Number(values.tasks ?? (quick ? 2_000 : 100_000))
+  tasks: Number(values.tasks ?? (quick ? 2_000 : 100_000)),
+  idle: Number(values.idle ?? (quick ? 1 : 30))
 }
 const out = values.out ?? (quick ? undefined : fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url)))
 const here = path => fileURLToPath(new URL(path, import.meta.url))
@@ -103,6 +106,9 @@ async function runTarget (id, hook) {
     }
     await settle()
     row.rssAfter = Math.round(rssMb(pid))
+    // The same server left idle: what it keeps once the garbage collector has given back what it grew under load.
+    await new Promise(resolve => setTimeout(resolve, settings.idle * 1000))
+    row.rssIdle = Math.round(rssMb(pid))
     let memory
     if (target.memory === true && settings.tasks > 0) {
       log(`${id} ${settings.tasks} tasks`)

@@ -12,7 +12,7 @@ t.ok(existsSync(CLI), 'dist/cli.js exists (run `npm run build` first)')
 
 t.test('the quickest bench run writes a results file and a report with every figure and target', async t => {
   const dir = t.testdir({ 'BENCHMARKS.md': '# Benchmarks\n\nKept text.\n\n<!-- bench:start -->\nold figures\n<!-- bench:end -->\n\nKept too.\n' })
-  const args = [RUN, '--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '4', '--tasks', '50',
+  const args = [RUN, '--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '4', '--tasks', '50', '--idle', '0.2',
     '--json', `${dir}/results.json`, '--out', `${dir}/BENCHMARKS.md`]
   // The servers record no coverage: which branches a load reaches depends on timing (the in-process tests cover them).
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
@@ -25,9 +25,9 @@ t.test('the quickest bench run writes a results file and a report with every fig
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.same(Object.keys(results.targets), ['bare', 'peer', 'ours', 'ours-key'])
-  t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50 } })
+  t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
-  t.match(results.targets.bare, { send: figures, rssStart: Number, rssAfter: Number })
+  t.match(results.targets.bare, { send: figures, rssStart: Number, rssAfter: Number, rssIdle: Number })
   for (const id of ['peer', 'ours', 'ours-key']) {
     t.match(results.targets[id], { send: figures, stream: figures, push: { ...figures, deliveries: Number } }, id)
     // Every request of the smoke run succeeded: the loads did the work they claim to measure.
