@@ -10,7 +10,7 @@ export interface ParentLogger extends Logger {
 /**
  * A child logger that is made only when something is written at an enabled level. Fastify makes a child per
  * request to bind its `reqId`, and with redaction on pino runs every binding through the redaction stringifier to
- * make one: about 3 KB and 2 µs a request, though most requests log nothing at `warn`. A line that is written goes
+ * make one: about 3 KB allocated per request, though most requests log nothing at `warn`. A line that is written goes
  * through the real child, with the same bindings, serializers and redaction as before.
  */
 export class LazyChildLogger implements Logger {
