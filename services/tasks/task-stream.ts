@@ -149,7 +149,7 @@ export class TaskEventStream {
     while (this.#held.length > 0 && !this.#blocked) {
       const held = this.#held.shift() as Held
       this.#heldBytes -= held.bytes
-      this.#write(sink, held.result)
+      this.#write(sink, held.result, held.json)
     }
     if (this.#held.length === 0) this.#heldBytes = 0
     if (this.#held.length === 0 && this.#final) sink.end()
@@ -188,8 +188,7 @@ export class TaskEventStream {
     if (sink !== null && this.#heldBytes + sink.queued() > MAX_QUEUED_BYTES) sink.abort()
   }
 
-  #write (sink: StreamSink, result: Result): void {
-    const json = this.#json(result)
+  #write (sink: StreamSink, result: Result, json = this.#json(result)): void {
     this.#lastBytes = json.length
     this.#blocked = !sink.write(json)
     this.#written++
@@ -226,9 +225,9 @@ export class TaskEventStream {
       this.#held[this.#held.length - 1] = { result: merged, bytes: last.bytes + bytes }
       return
     }
-    const bytes = this.#json(result).length
-    this.#heldBytes += bytes
-    this.#held.push({ result, bytes })
+    const json = this.#json(result)
+    this.#heldBytes += json.length
+    this.#held.push({ result, bytes: json.length, json })
   }
 
   #json (result: Result): string {
@@ -250,4 +249,6 @@ type Result = { readonly snapshot: Task } | TaskEvent
 interface Held {
   readonly result: Result
   readonly bytes: number
+  /** The result serialized, when holding it took that already (a2a): written as it is. */
+  readonly json?: string
 }
