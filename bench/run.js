@@ -4,7 +4,8 @@
 // got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,peer,ours,ours-key), --out FILE, --json FILE.
+// (bare,peer,ours,ours-key), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --out FILE,
+// --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     tasks: { type: 'string' },
     idle: { type: 'string' },
     only: { type: 'string', default: 'bare,peer,ours,ours-key' },
+    'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
     json: { type: 'string' }
   }
@@ -57,7 +59,9 @@ const ourConfig = (secured) => {
   writeFileSync(file, lines.join('\n') + '\n')
   return file
 }
-const ours = secured => port => [here('../dist/cli.js'), 'serve', '--config', ourConfig(secured), '--host', '127.0.0.1', '--port', String(port)]
+// Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
+const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
+const ours = secured => port => [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },

@@ -47,3 +47,23 @@ t.test('the quickest bench run writes a results file and a report with every fig
   // Nine targets, each with a verdict.
   t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 9)
 })
+
+t.test('--node-options reaches our server and no other', async t => {
+  const dir = t.testdir({})
+  const marker = `${dir}/started`
+  // A module given to --import records the script of every process it is loaded into.
+  const hook = `--import=data:text/javascript,import{appendFileSync}from'node:fs';appendFileSync(${JSON.stringify(marker)},process.argv[1]+'\\n')`
+  const args = ['--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '2', '--tasks', '0', '--idle', '0.1',
+    '--only', 'bare,ours', `--node-options=--max-semi-space-size=8 ${hook}`, '--json', `${dir}/results.json`]
+  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+  const { code, stdout } = await new Promise<{ code: number | null, stdout: string }>(resolve => {
+    const child = execFile(process.execPath, [RUN, ...args], { env, encoding: 'utf8', timeout: 100_000 }, (_err, stdout) => {
+      resolve({ code: child.exitCode, stdout })
+    })
+  })
+  t.equal(code, 0, stdout)
+  t.same(readFileSync(marker, 'utf8').trim().split('\n'), [CLI], 'only dist/cli.js ran with the flags')
+  const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
+  t.equal(results.targets.ours.send.errors, 0, 'our server answered with the flags on')
+  t.match(results.command, /--node-options/)
+})
