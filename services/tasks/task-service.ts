@@ -237,10 +237,14 @@ export class TaskService {
         unsubscribe()
         resolve(value)
       }
-      // The task may have settled between the caller's read and this subscription.
-      this.store.get(taskId).then(now => {
+      // The task may have settled between the caller's read and this subscription. A store in this process answers
+      // at once, as in `update`.
+      const check = (now: StoredTask | null): void => {
         if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
-      }, () => {})
+      }
+      const sync = this.store.sync
+      if (sync !== undefined) check(sync.getNow(taskId))
+      else this.store.get(taskId).then(check, () => {})
     })
     if (settled !== null) return settled
     this.#log.debug({ taskId }, 'blocking wait timed out')
@@ -336,14 +340,12 @@ export class TaskService {
     if (before.status !== after.status) {
       this.bus.publish(after.id, { type: 'status', version: next.version, task: after, final: isSettled(after.status.state) })
     } else if (before.artifacts !== after.artifacts) {
-      const changed = after.artifacts.length > before.artifacts.length
-        ? after.artifacts[after.artifacts.length - 1]
-        : after.artifacts.find((a, i) => a !== before.artifacts[i]) as Artifact
       this.bus.publish(after.id, {
         type: 'artifact',
         version: next.version,
         task: after,
-        artifact: chunk?.artifact ?? changed,
+        // The executor's events leave their chunk in a slot; a change made through `update` alone is looked up.
+        artifact: chunk?.artifact ?? changedArtifact(before, after),
         append: chunk?.append ?? false,
         lastChunk: chunk?.lastChunk ?? true
       })
@@ -474,6 +476,13 @@ function addResultText (task: Task, text: string, turn: Turn, slot: ChunkSlot): 
   return addArtifact(task, exists
     ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text }] }
     : { kind: 'artifact', artifactId, name: RESULT_ARTIFACT_NAME, parts: [{ kind: 'text', text }] }, slot)
+}
+
+/** The artifact a write added or replaced, for a write that says not which (`update` called directly). */
+function changedArtifact (before: Task, after: Task): Artifact {
+  return after.artifacts.length > before.artifacts.length
+    ? after.artifacts[after.artifacts.length - 1]
+    : after.artifacts.find((a, i) => a !== before.artifacts[i]) as Artifact
 }
 
 /** The task with the artifact event applied; the chunk the event is to carry goes into `slot`. */
