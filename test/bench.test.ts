@@ -67,3 +67,15 @@ t.test('--node-options reaches our server and no other', async t => {
   t.equal(results.targets.ours.send.errors, 0, 'our server answered with the flags on')
   t.match(results.command, /--node-options/)
 })
+
+t.test('a flag node refuses stops the run with node\'s message and a non-zero exit', async t => {
+  const args = ['--quick', '--only', 'ours', '--node-options=--no-such-node-flag']
+  const { code, stderr } = await new Promise<{ code: number | null, stderr: string }>(resolve => {
+    const child = execFile(process.execPath, [RUN, ...args], { encoding: 'utf8', timeout: 60_000 }, (_err, _stdout, stderr) => {
+      resolve({ code: child.exitCode, stderr })
+    })
+  })
+  t.not(code, 0)
+  t.match(stderr, /bad option: --no-such-node-flag/)
+  t.match(stderr, /exited with 9/)
+})
