@@ -70,8 +70,9 @@ t.test('--node-options reaches our server and no other', async t => {
 
 t.test('a flag node refuses stops the run with node\'s message and a non-zero exit', async t => {
   const args = ['--quick', '--only', 'ours', '--node-options=--no-such-node-flag']
+  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
   const { code, stderr } = await new Promise<{ code: number | null, stderr: string }>(resolve => {
-    const child = execFile(process.execPath, [RUN, ...args], { encoding: 'utf8', timeout: 60_000 }, (_err, _stdout, stderr) => {
+    const child = execFile(process.execPath, [RUN, ...args], { env, encoding: 'utf8', timeout: 60_000 }, (_err, _stdout, stderr) => {
       resolve({ code: child.exitCode, stderr })
     })
   })
