@@ -80,6 +80,13 @@ export function markdown (r) {
     ''
   ]
   for (const load of LOADS) lines.push(...loadTable(r, load))
+  const floor = r.targets.floor?.send?.rps
+  const bare = r.targets.bare?.send?.rps
+  if (floor !== undefined && bare !== undefined) {
+    const ours = r.targets.ours?.send?.rps
+    lines.push('The floor (`bench/floor.js`: the least an A2A `message/send` can do on Fastify, no target of its own) ' +
+      `reached ${ratio(floor, bare)}× bare Fastify${ours === undefined ? '' : `; fastify-a2a reached ${ratio(ours, floor)}× the floor`}.`, '')
+  }
   lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
   for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)
   if (r.memory !== undefined) {

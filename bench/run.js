@@ -4,7 +4,7 @@
 // got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,peer,ours,ours-key), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --out FILE,
+// (bare,floor,peer,ours,ours-key), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --out FILE,
 // --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -24,7 +24,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,peer,ours,ours-key' },
+    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
     json: { type: 'string' }
@@ -64,6 +64,8 @@ const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== ''
 const ours = secured => port => [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
+  // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
+  floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
   ours: { label: 'fastify-a2a, security off', args: ours(false), loads: ['send', 'stream', 'push'], memory: true },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } }

@@ -24,10 +24,13 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'peer', 'ours', 'ours-key'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
-  t.match(results.targets.bare, { send: figures, rssStart: Number, rssAfter: Number, rssIdle: Number })
+  for (const id of ['bare', 'floor']) {
+    t.match(results.targets[id], { send: figures, rssStart: Number, rssAfter: Number, rssIdle: Number }, id)
+    t.equal(results.targets[id].send.errors, 0, `${id} send errors`)
+  }
   for (const id of ['peer', 'ours', 'ours-key']) {
     t.match(results.targets[id], { send: figures, stream: figures, push: { ...figures, deliveries: Number } }, id)
     // Every request of the smoke run succeeded: the loads did the work they claim to measure.
@@ -44,6 +47,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   for (const title of ['### message/send', '### message/stream', '### push end to end', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
+  t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
   // Nine targets, each with a verdict.
   t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 9)
 })
