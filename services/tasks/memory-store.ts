@@ -19,8 +19,10 @@ interface Entry {
   record: StoredTask
   /** Insertion order, the cursor of `list` pages. */
   seq: number
-  /** Terminal tasks only: when it expires, ms, and its neighbours in the terminal list (older, newer). */
-  expires: number
+  /**
+   * Terminal tasks only: their neighbours in the terminal list (older, newer). A terminal task expires `tasks.ttl`
+   * after `record.updatedAt`; the time is not kept here, where it would cost a boxed number per task.
+   */
   older: Entry | null
   newer: Entry | null
   linked: boolean
@@ -62,7 +64,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
       this.#delete(this.#oldest)
     }
-    const entry: Entry = { record, seq: ++this.#seq, expires: 0, older: null, newer: null, linked: false }
+    const entry: Entry = { record, seq: ++this.#seq, older: null, newer: null, linked: false }
     this.#tasks.set(record.task.id, entry)
     let owned = this.#byOwner.get(record.owner)
     if (!owned) this.#byOwner.set(record.owner, (owned = new Set()))
@@ -86,7 +88,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   getNow (id: string): StoredTask | null {
     const entry = this.#tasks.get(id)
     if (!entry) return null
-    if (entry.linked && entry.expires <= this.#now()) {
+    if (this.#expired(entry, this.#now())) {
       this.#delete(entry)
       return null
     }
@@ -114,7 +116,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       const { task } = entry.record
       if (query.contextId !== undefined && task.contextId !== query.contextId) continue
       if (query.state !== undefined && task.status.state !== query.state) continue
-      if (entry.linked && entry.expires <= now) continue
+      if (this.#expired(entry, now)) continue
       if (tasks.length === query.pageSize) return { tasks, nextPageToken: encodeToken(lastSeq) }
       tasks.push(entry.record)
       lastSeq = entry.seq
@@ -135,14 +137,17 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   /** Drops terminal tasks past their TTL: they are kept in expiry order, so this stops at the first live one. */
   sweep (): void {
     const now = this.#now()
-    while (this.#oldest !== null && this.#oldest.expires <= now) this.#delete(this.#oldest)
+    while (this.#oldest !== null && this.#expired(this.#oldest, now)) this.#delete(this.#oldest)
+  }
+
+  #expired (entry: Entry, now: number): boolean {
+    return entry.linked && entry.record.updatedAt + this.#ttlMs <= now
   }
 
   /** A terminal task goes to the newest end of the terminal list; a later write moves it there again. */
   #track (entry: Entry): void {
     if (!isTerminal(entry.record.task.status.state)) return
     this.#unlink(entry)
-    entry.expires = entry.record.updatedAt + this.#ttlMs
     entry.older = this.#newest
     entry.newer = null
     if (this.#newest === null) this.#oldest = entry

@@ -175,7 +175,7 @@ export class TaskService {
         if (isTerminal(task.status.state)) {
           throw invalidParams(`params.message.taskId: task "${taskId}" is ${task.status.state} and takes no more messages`)
         }
-        return { ...task, history: [...task.history, entry] }
+        return { ...task, history: task.history.concat([entry]) }
       })
     } catch (err) {
       if (run !== undefined) run.queue.splice(run.queue.indexOf(entry) >>> 0, 1)
@@ -437,7 +437,7 @@ export class TaskService {
         case 'artifact':
           return addArtifact(task, event, slot)
         case 'message':
-          return { ...task, history: [...task.history, agentMessage(task, event.content, event.metadata)] }
+          return { ...task, history: task.history.concat([agentMessage(task, event.content, event.metadata)]) }
         case 'status': {
           const message = event.message === undefined ? undefined : agentMessage(task, event.message)
           if (event.state === task.status.state) {
@@ -490,20 +490,27 @@ function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifac
   const index = event.artifactId === undefined ? -1 : task.artifacts.findIndex(a => a.artifactId === event.artifactId)
   let artifacts: Artifact[]
   let chunk: Artifact
+  // Stored artifacts are kept until the task is evicted: each is built whole, in one literal (a field added later
+  // would go to a separate property store), and arrays are grown with `concat`, which makes them at their final
+  // length (`[...list, item]` and `push` reserve 16 slots more).
   if (index >= 0 && event.append === true) {
     const old = task.artifacts[index]
-    chunk = { artifactId: old.artifactId, parts: event.parts }
-    if (old.name !== undefined) chunk.name = old.name
+    chunk = old.name === undefined
+      ? { artifactId: old.artifactId, parts: event.parts }
+      : { artifactId: old.artifactId, name: old.name, parts: event.parts }
     artifacts = task.artifacts.slice()
-    artifacts[index] = { ...old, parts: [...old.parts, ...event.parts] }
+    artifacts[index] = { ...old, parts: old.parts.concat(event.parts) }
   } else {
-    chunk = { artifactId: event.artifactId ?? randomUUID(), parts: event.parts }
-    if (event.name !== undefined) chunk.name = event.name
+    const artifactId = event.artifactId ?? randomUUID()
+    chunk = event.name === undefined ? { artifactId, parts: event.parts } : { artifactId, name: event.name, parts: event.parts }
     if (event.description !== undefined) chunk.description = event.description
     if (event.metadata !== undefined) chunk.metadata = event.metadata
-    artifacts = task.artifacts.slice()
-    if (index >= 0) artifacts[index] = chunk
-    else artifacts.push(chunk)
+    if (index >= 0) {
+      artifacts = task.artifacts.slice()
+      artifacts[index] = chunk
+    } else {
+      artifacts = task.artifacts.concat([chunk])
+    }
   }
   slot.chunk = { artifact: chunk, append: index >= 0 && event.append === true, lastChunk: event.lastChunk ?? true }
   return { ...task, artifacts }
