@@ -94,7 +94,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
   function authenticate (request: FastifyRequest): Principal | Promise<Principal> {
     const apiKey = request.headers[apiKeyHeader]
     const authorization = request.headers.authorization
-    if (apiKey === undefined && authorization === undefined) return identify(request, apiKey, authorization, false)
+    if (apiKey === undefined && authorization === undefined) return refuse(request, 'none', 'credentials required', false)
     // A flood of bad credentials from one IP is cut off before any of them is checked or introspected.
     const wait = failures.blocked(request.ip)
     return typeof wait === 'number'
@@ -107,10 +107,11 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       audit.warn({ principal: null, scheme: null, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
       throw rateLimited(wait, 'too many failed authentications from this address')
     }
-    return identify(request, apiKey, authorization, true)
+    return identify(request, apiKey, authorization)
   }
 
-  function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined, sent: boolean): Principal | Promise<Principal> {
+  /** The principal of the credentials sent (there are some); a refusal when they match none. */
+  function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
     let principal: Principal | null = null
     let scheme = 'none'
     if (typeof apiKey === 'string') {
@@ -126,10 +127,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
         return introspection.introspect(token).then(result => result.ok ? result.principal : refuse(request, 'oauth2', result.reason, true))
       }
     }
-    if (principal === null) {
-      return refuse(request, scheme, sent ? 'invalid credentials' : 'credentials required', sent)
-    }
-    return principal
+    return principal ?? refuse(request, scheme, 'invalid credentials', true)
   }
 
   // Synchronous when the principal is known at once: an async hook costs a promise and a tick on every request.
