@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify'
-import rateLimit from '@fastify/rate-limit'
 import type { A2AConfig } from '../schemas/config.js'
 import { ANONYMOUS, type Principal } from '../services/auth/principal.js'
 import { CredentialVerifier } from '../services/auth/credentials.js'
@@ -47,7 +46,8 @@ export function rateLimited (retryAfterMs: number, data: string): JsonRpcError {
  * Authentication for the JSON-RPC route context (never a global hook). Credentials are tried in the contract's
  * order: `X-API-Key`, then `Authorization: Bearer` against the static bearer tokens, the API keys, and OAuth2
  * introspection. Failures are limited per client IP before any credential is checked; requests per principal go
- * through a token bucket (@fastify/rate-limit with a token-bucket store).
+ * through a token bucket, taken in the same hook once the principal is known: one lookup in memory, one script in
+ * Redis, and no plugin between them.
  */
 const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) => {
   const security = opts.config.security
@@ -130,11 +130,21 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     return principal ?? refuse(request, scheme, 'invalid credentials', true)
   }
 
+  const buckets = opts.buckets
+
+  /** The principal once it has taken a token from its bucket (CONTRACT.md §9); a 429 when the bucket is empty. */
+  function admit (principal: Principal): Principal | Promise<Principal> {
+    if (buckets === undefined) return principal
+    const taken = buckets.take(principal.id)
+    return taken instanceof Promise ? taken.then(result => admitted(principal, result)) : admitted(principal, taken)
+  }
+
   // Synchronous when the principal is known at once: an async hook costs a promise and a tick on every request.
   fastify.decorate('a2aAuthenticate', function (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
     let result: Principal | Promise<Principal>
     try {
-      result = authenticate(request)
+      const principal = authenticate(request)
+      result = principal instanceof Promise ? principal.then(admit) : admit(principal)
     } catch (err) {
       done(err as Error)
       return
@@ -149,35 +159,11 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     request.a2aPrincipal = result
     done()
   })
+}
 
-  if (opts.buckets !== undefined) {
-    const buckets = opts.buckets
-    const burst = security.rate_limit.burst
-    // @fastify/rate-limit counts `current` against `max`; a token bucket answers with what is left.
-    class TokenBucketStore {
-      incr (key: string, cb: (err: Error | null, res?: { current: number, ttl: number }) => void): void {
-        const answer = (r: LimitResult) => cb(null, r.allowed
-          ? { current: burst - r.remaining, ttl: 0 }
-          : { current: burst + 1, ttl: Math.max(1000, r.retryAfterMs) })
-        const taken = buckets.take(key)
-        if (taken instanceof Promise) taken.then(answer, cb)
-        else answer(taken)
-      }
-
-      /* c8 ignore next 3 -- @fastify/rate-limit calls it only for a route with its own rateLimit config, which the JSON-RPC route has not */
-      child (): this {
-        return this
-      }
-    }
-    await fastify.register(rateLimit, {
-      global: true,
-      max: burst,
-      timeWindow: 60_000,
-      store: TokenBucketStore,
-      keyGenerator: request => `p:${(request.a2aPrincipal as Principal).id}`,
-      errorResponseBuilder: (_request, ctx) => rateLimited(ctx.ttl, 'too many requests for this principal')
-    })
-  }
+function admitted (principal: Principal, result: LimitResult): Principal {
+  if (result.allowed) return principal
+  throw rateLimited(result.retryAfterMs, 'too many requests for this principal')
 }
 
 export default fp(authPlugin, { name: 'a2a-auth', fastify: '5.x' })

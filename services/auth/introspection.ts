@@ -31,7 +31,7 @@ export interface IntrospectionOptions {
 
 export type IntrospectionResult =
   | { ok: true, principal: Principal }
-  | { ok: false, reason: string, missingScopes?: string[] }
+  | { ok: false, reason: string, missingScopes?: readonly string[] }
 
 interface CacheEntry {
   readonly result: IntrospectionResult
@@ -192,7 +192,7 @@ export class IntrospectionClient {
 
   /** RFC 7662 §2.2 plus CONTRACT.md §9. `expMs` bounds how long a valid result may be cached. */
   #evaluate (body: Record<string, unknown>, now: number): { result: IntrospectionResult, expMs: number } {
-    const invalid = (reason: string, missing?: string[]) => ({
+    const invalid = (reason: string, missing?: readonly string[]) => ({
       result: missing === undefined ? { ok: false as const, reason } : { ok: false as const, reason, missingScopes: missing },
       expMs: 0
     })

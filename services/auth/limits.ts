@@ -56,10 +56,15 @@ export class MemoryTokenBuckets implements TokenBuckets {
 
   take (key: string): LimitResult {
     const now = this.#now()
-    const bucket = this.#buckets.get(key) ?? { tokens: this.#burst, at: now }
-    bucket.tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.at) * this.#rate)
-    bucket.at = now
-    this.#buckets.set(key, bucket)
+    // `get` makes the key the most recently used; a bucket found is refilled in place.
+    let bucket = this.#buckets.get(key)
+    if (bucket === undefined) {
+      bucket = { tokens: this.#burst, at: now }
+      this.#buckets.set(key, bucket)
+    } else {
+      bucket.tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.at) * this.#rate)
+      bucket.at = now
+    }
     return consume(bucket, this.#rate)
   }
 }
