@@ -1,5 +1,7 @@
 import t from 'tap'
 import type { A2AConfigInput } from '../../index.js'
+import Fastify from 'fastify'
+import a2a from '../../index.js'
 import { buildLogged, listen, logCapture, rpc, until, userMessage } from '../helper.js'
 import { stubIdp } from '../services/auth/idp.js'
 
@@ -80,6 +82,19 @@ t.test('scopes go through the hierarchy: 403 names the missing scope, admin reac
   t.not(admin.status, 403, 'admin implies every scope')
   const scopeLine = logs.lines().find(l => l.msg === 'scope denied')
   t.match(scopeLine, { audit: true, principal: 'reader', scheme: 'api_key', method: 'capabilities', outcome: 'denied' })
+})
+
+t.test('at warn the audit log keeps scope denials and failures, and writes no success line', async t => {
+  const logs = logCapture()
+  const app = Fastify({ logger: { level: 'warn', stream: logs.stream } })
+  await app.register(a2a, { config: secured() })
+  t.teardown(() => app.close())
+  t.equal((await post(app, rpc('status'), { 'x-api-key': API_KEY })).status, 200)
+  t.equal((await post(app, rpc('capabilities'), { 'x-api-key': READER_KEY })).status, 403)
+  t.equal((await post(app, rpc('status'), { 'x-api-key': 'wrong' })).status, 401)
+  const audit = logs.lines().filter(l => l.audit === true)
+  t.same(audit.map(l => l.msg), ['scope denied', 'auth failure'])
+  t.match(audit[0], { principal: 'reader', method: 'capabilities', outcome: 'denied' })
 })
 
 t.test('a streaming method that needs a scope answers a caller without it with JSON 403, audited, before any SSE byte', async t => {
