@@ -5,7 +5,7 @@
 // --key (security on, one API key), --top N (default 20), --dir DIR (where the .cpuprofile goes; default a temp dir),
 // --pin (the server on the first core, the load on the second: see `pin` below).
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -27,6 +27,9 @@ const { values } = parseArgs({
 })
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dir = values.dir ?? mkdtempSync(join(os.tmpdir(), 'a2a-profile-'))
+mkdirSync(dir, { recursive: true })
+// Profiles of earlier runs in the same --dir are not this run's.
+const earlier = new Set(readdirSync(dir))
 const API_KEY = 'profile-api-key-0123456789abcdef'
 const headers = values.key ? { 'x-api-key': API_KEY } : {}
 
@@ -84,7 +87,7 @@ async function main () {
   await server.stop()
   // One profile per thread: with loader hooks (--import) Node runs them on a thread of their own. The main thread's
   // profile, the one with the server's work, is the largest.
-  const file = readdirSync(dir).filter(f => f.endsWith('.cpuprofile'))
+  const file = readdirSync(dir).filter(f => f.endsWith('.cpuprofile') && !earlier.has(f))
     .sort((a, b) => statSync(join(dir, b)).size - statSync(join(dir, a)).size)[0]
   if (file === undefined) throw new Error(`no .cpuprofile was written in ${dir}`)
   console.log(`${method}: ${Math.round(result['2xx'] / result.duration)} req/s under the profiler, p99 ${result.latency.p99} ms`)
