@@ -8,7 +8,7 @@ import {
 } from '../services/json-rpc/dispatch.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 import type { EventSource } from '../plugins/sse.js'
-import type { ParentLogger } from '../services/lazy-logger.js'
+import { writes } from '../services/lazy-logger.js'
 import openRpcRoutes from './openrpc.js'
 
 export interface JsonRpcRoutesOptions {
@@ -102,9 +102,6 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   // GET /openrpc.json shares this context: the same authentication, limits and error answers as POST /.
   await fastify.register(openRpcRoutes, { secured })
 
-  // pino's loggers (and Fastify's) can tell whether a level is written; another logger is taken to write them all.
-  const leveled: ParentLogger = audit
-
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {
     if (!secured) return
@@ -112,7 +109,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     // Whole literals, not a spread of shared fields: a spread followed by new fields is V8's slow path.
     if (error?.code === RpcCode.insufficientScope) {
       audit.warn({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'denied', reason: error.data }, 'scope denied')
-    } else if (leveled.isLevelEnabled?.('info') !== false) {
+    } else if (writes(audit, 'info')) {
       // Once per authenticated request: the line's fields are not gathered when `info` is not written.
       audit.info({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'success' }, 'auth success')
     }

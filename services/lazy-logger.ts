@@ -7,6 +7,11 @@ export interface ParentLogger extends Logger {
   isLevelEnabled?: (level: string) => boolean
 }
 
+/** Whether `logger` writes lines at `level`; a logger that cannot tell is taken to write everything. */
+export function writes (logger: ParentLogger, level: string): boolean {
+  return logger.isLevelEnabled?.(level) ?? true
+}
+
 /**
  * A child logger that is made only when something is written at an enabled level. Fastify makes a child per
  * request to bind its `reqId`, and with redaction on pino runs every binding through the redaction stringifier to
@@ -33,7 +38,7 @@ export class LazyChildLogger implements Logger {
 
   /** Whether a line at `level` would be written; a parent that cannot tell is taken to write everything. */
   isLevelEnabled (level: string): boolean {
-    return (this.#child ?? this.#parent).isLevelEnabled?.(level) ?? true
+    return writes(this.#child ?? this.#parent, level)
   }
 
   child (bindings: Bindings, options?: object): Logger {
