@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
 import { PushConfigLimit } from '../errors.js'
 import type { PushConfigStore, PutOptions, PutResult, StoredPushConfig } from './store.js'
@@ -33,7 +33,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
         id = sameUrl.id
         created = false
       } else {
-        id = task.configs.size === 0 ? DEFAULT_ID : randomUUID()
+        id = task.configs.size === 0 ? DEFAULT_ID : newId()
       }
     }
     if (created && task.configs.size >= opts.maxPerTask) throw new PushConfigLimit(taskId, opts.maxPerTask)

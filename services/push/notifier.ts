@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import http from 'node:http'
 import https from 'node:https'
 import got, { type Got } from 'got'
@@ -150,7 +150,7 @@ export class WebhookNotifier {
       const queue = this.#queue
       if (queue === undefined) {
         for (const config of configs) {
-          this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${randomUUID()}` })
+          this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${newId()}` })
         }
         return
       }

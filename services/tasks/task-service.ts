@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import type { Logger } from '../logger.js'
 import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
 import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
@@ -124,9 +124,9 @@ export class TaskService {
    */
   async create (message: Message, principal: Principal, metadata?: Record<string, unknown> | null,
     prepare?: (taskId: string) => Promise<unknown>): Promise<StoredTask> {
-    const id = randomUUID()
+    const id = newId()
     if (prepare !== undefined) await prepare(id)
-    const contextId = message.contextId ?? randomUUID()
+    const contextId = message.contextId ?? newId()
     const now = this.#now()
     const task: Task = {
       id,
@@ -471,7 +471,7 @@ function historyEntry (message: Message, taskId: string, contextId: string): Mes
 }
 
 function addResultText (task: Task, text: string, turn: Turn, slot: ChunkSlot): Task {
-  const artifactId = (turn.resultArtifactId ??= randomUUID())
+  const artifactId = (turn.resultArtifactId ??= newId())
   const exists = task.artifacts.some(a => a.artifactId === artifactId)
   return addArtifact(task, exists
     ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text }] }
@@ -501,7 +501,7 @@ function addArtifact (task: Task, event: Extract<ExecutorEvent, { kind: 'artifac
     artifacts = task.artifacts.slice()
     artifacts[index] = { ...old, parts: old.parts.concat(event.parts) }
   } else {
-    const artifactId = event.artifactId ?? randomUUID()
+    const artifactId = event.artifactId ?? newId()
     chunk = event.name === undefined ? { artifactId, parts: event.parts } : { artifactId, name: event.name, parts: event.parts }
     if (event.description !== undefined) chunk.description = event.description
     if (event.metadata !== undefined) chunk.metadata = event.metadata
@@ -527,7 +527,7 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
     kind: 'message',
     role: 'agent',
     parts: typeof content === 'string' ? [{ kind: 'text', text: content }] : content,
-    messageId: randomUUID(),
+    messageId: newId(),
     taskId: task.id,
     contextId: task.contextId
   }
