@@ -154,7 +154,7 @@ function normalizePrefix (prefix: string): string {
 export default fp(a2a, { name: 'fastify-a2a', fastify: '5.x' })
 
 export type { A2AConfig, A2AConfigInput } from './schemas/config.js'
-export type { AgentExecutor, ExecutionContext, ExecutorEvent, AgentTools } from './services/agent/executor.js'
+export type { AgentExecutor, ExecutionContext, ExecutorEvent, ExecutorResult, AgentTools } from './services/agent/executor.js'
 export type { Task, Message, Part, Artifact, TaskState } from './schemas/task.js'
 export type { Principal } from './services/auth/principal.js'
 export type { AgentCard } from './services/agent-card.js'

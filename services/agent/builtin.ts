@@ -25,20 +25,27 @@ const LIST_DIRECTORY = /^list_directory(?:\s+(.+))?$/s
 export function createBuiltinAgent (opts: BuiltinAgentOptions = {}): AgentExecutor {
   const delayMs = opts.delayMs ?? 0
   const tools = opts.tools ?? true
-  return async function builtinAgent (ctx: ExecutionContext): Promise<ExecutorEvent | undefined> {
-    if (delayMs > 0) {
-      try {
-        // Rejects at once on abort and clears its timer: a canceled task leaves nothing behind.
-        await delay(delayMs, undefined, { signal: ctx.signal })
-      } catch {
-        return
-      }
-    }
-    const text = textOf(ctx.message.parts)
-    const command = tools ? parseCommand(text) : undefined
-    if (command === undefined) return { kind: 'artifact', name: RESULT_ARTIFACT_NAME, parts: [...ctx.message.parts] }
-    return runTool(ctx, command)
+  // An echo answers at once; a delay or a tool makes it wait.
+  return function builtinAgent (ctx: ExecutionContext): ExecutorEvent | Promise<ExecutorEvent | undefined> {
+    if (delayMs > 0) return delayed(ctx, delayMs, tools)
+    return answer(ctx, tools)
   }
+}
+
+async function delayed (ctx: ExecutionContext, delayMs: number, tools: boolean): Promise<ExecutorEvent | undefined> {
+  try {
+    // Rejects at once on abort and clears its timer: a canceled task leaves nothing behind.
+    await delay(delayMs, undefined, { signal: ctx.signal })
+  } catch {
+    return
+  }
+  return answer(ctx, tools)
+}
+
+function answer (ctx: ExecutionContext, tools: boolean): ExecutorEvent | Promise<ExecutorEvent> {
+  const command = tools ? parseCommand(textOf(ctx.message.parts)) : undefined
+  if (command === undefined) return { kind: 'artifact', name: RESULT_ARTIFACT_NAME, parts: [...ctx.message.parts] }
+  return runTool(ctx, command)
 }
 
 /** The message's text parts joined by newlines, trimmed. */

@@ -60,8 +60,9 @@ export type ExecutorEvent =
 export type ExecutorResult = void | ExecutorEvent | ExecutorEvent[]
 
 /**
- * The embedding interface: an async generator yielding ExecutorEvents, or an async function returning them.
- * When it settles without having set a state, the task completes. A throw makes the task `failed`; the error text
- * is logged, never sent.
+ * The embedding interface: an async generator yielding ExecutorEvents, or a function returning them (at once, or
+ * through a promise). When it settles without having set a state, the task completes. A throw makes the task
+ * `failed`; the error text is logged, never sent. An executor that answers at once lets the task service finish the
+ * turn without a tick.
  */
-export type AgentExecutor = (ctx: ExecutionContext) => AsyncIterable<ExecutorEvent> | Promise<ExecutorResult>
+export type AgentExecutor = (ctx: ExecutionContext) => AsyncIterable<ExecutorEvent> | Promise<ExecutorResult> | ExecutorResult

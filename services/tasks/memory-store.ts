@@ -59,6 +59,10 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   }
 
   async insert (record: StoredTask): Promise<void> {
+    this.insertNow(record)
+  }
+
+  insertNow (record: StoredTask): void {
     this.sweep()
     if (this.#tasks.size >= this.#maxTasks) {
       if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)

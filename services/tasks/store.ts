@@ -28,8 +28,12 @@ export interface TaskListPage {
   nextPageToken: string
 }
 
-/** A store in this process that answers at once: `getNow` and `replaceNow` are `get` and `replace` without a promise. */
+/**
+ * A store in this process that answers at once: `insertNow`, `getNow` and `replaceNow` are `insert`, `get` and
+ * `replace` without a promise.
+ */
 export interface SyncTaskStore {
+  insertNow (record: StoredTask): void
   getNow (id: string): StoredTask | null
   replaceNow (next: StoredTask): boolean
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js'
 import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
 import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
-import type { AgentExecutor, AgentTools, ExecutorEvent, MessageContent } from '../agent/executor.js'
+import type { AgentExecutor, AgentTools, ExecutorEvent, ExecutorResult, MessageContent } from '../agent/executor.js'
 import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound } from '../errors.js'
 import type { TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
@@ -45,6 +45,9 @@ interface Run {
 }
 
 type Mutation = (task: Task, record: StoredTask) => Task | null
+
+/** A value, or a promise of it: what a step answered at once by a store in this process returns. */
+export type MaybePromise<T> = T | Promise<T>
 
 /** The chunk an artifact event carries (A2A `artifact-update`). */
 interface ArtifactChunk {
@@ -120,12 +123,16 @@ export class TaskService {
   /**
    * A new task in `submitted`, its history holding the message. The executor is not started: see `dispatch`.
    * `prepare` runs with the new id before the task is stored (a push config is stored there); if it throws, no task
-   * is made.
+   * is made. With a store in this process and nothing to prepare, the task is stored before this returns.
    */
-  async create (message: Message, principal: Principal, metadata?: Record<string, unknown> | null,
-    prepare?: (taskId: string) => Promise<unknown>): Promise<StoredTask> {
+  create (message: Message, principal: Principal, metadata?: Record<string, unknown> | null,
+    prepare?: (taskId: string) => Promise<unknown>): MaybePromise<StoredTask> {
     const id = newId()
-    if (prepare !== undefined) await prepare(id)
+    if (prepare !== undefined) return prepare(id).then(() => this.#insert(id, message, principal, metadata))
+    return this.#insert(id, message, principal, metadata)
+  }
+
+  #insert (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): MaybePromise<StoredTask> {
     const contextId = message.contextId ?? newId()
     const now = this.#now()
     const task: Task = {
@@ -138,7 +145,13 @@ export class TaskService {
       metadata: metadata ?? null
     }
     const record: StoredTask = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
-    await this.store.insert(record)
+    const sync = this.store.sync
+    if (sync === undefined) return this.store.insert(record).then(() => this.#created(record))
+    sync.insertNow(record)
+    return this.#created(record)
+  }
+
+  #created (record: StoredTask): StoredTask {
     for (const listener of this.#createListeners) listener(record)
     return record
   }
@@ -223,9 +236,17 @@ export class TaskService {
   /**
    * Waits until the task settles (terminal, input_required or auth_required) at a version after `afterVersion`,
    * or `timeoutMs` passes; returns the task as it then stands: the snapshot its settling event carried, else a
-   * fresh read.
+   * fresh read. A store in this process answers at once, so a task that has settled already (an executor that
+   * answered without waiting) is returned without a wait.
    */
-  async waitSettled (record: SettledTask, timeoutMs: number): Promise<SettledTask> {
+  waitSettled (record: SettledTask, timeoutMs: number): MaybePromise<SettledTask> {
+    const sync = this.store.sync
+    const now = sync?.getNow(record.task.id)
+    if (now != null && now.version > record.version && isSettled(now.task.status.state)) return now
+    return this.#waitSettled(record, timeoutMs)
+  }
+
+  async #waitSettled (record: SettledTask, timeoutMs: number): Promise<SettledTask> {
     const taskId = record.task.id
     const settled = await new Promise<SettledTask | null>(resolve => {
       const timer = setTimeout(() => finish(null), timeoutMs)
@@ -258,22 +279,43 @@ export class TaskService {
    * Applies a change with compare-and-set, retrying when another writer got there first, then publishes it.
    * `mutate` returns the new task, or null for no change; it may throw to refuse.
    */
-  async update (id: string, mutate: Mutation, slot?: ChunkSlot): Promise<StoredTask> {
-    // A store in this process is read and written at once: nothing can come between the read and the write.
+  async update (id: string, mutate: Mutation): Promise<StoredTask> {
+    return this.#write(id, mutate)
+  }
+
+  /**
+   * `update`, answered at once by a store in this process: nothing can come between its read and its write, and
+   * the run of a task whose executor answers at once takes no tick.
+   */
+  #write (id: string, mutate: Mutation, slot?: ChunkSlot): MaybePromise<StoredTask> {
     const sync = this.store.sync
+    if (sync === undefined) return this.#writeAsync(id, mutate, slot)
+    // Nothing runs between this read and this write, so the compare-and-set cannot lose: no retry.
+    const current = sync.getNow(id)
+    if (current === null) throw new TaskNotFound(id)
+    const task = mutate(current.task, current)
+    if (task === null) return current
+    const next = this.#next(current, task)
+    /* c8 ignore next -- see above */
+    if (!sync.replaceNow(next)) throw new TaskConflict(id)
+    return this.#published(current, next, slot?.chunk)
+  }
+
+  async #writeAsync (id: string, mutate: Mutation, slot?: ChunkSlot): Promise<StoredTask> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const current = sync !== undefined ? sync.getNow(id) : await this.store.get(id)
+      const current = await this.store.get(id)
       if (current === null) throw new TaskNotFound(id)
       const task = mutate(current.task, current)
       if (task === null) return current
-      const next: StoredTask = { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
-      if (sync !== undefined ? sync.replaceNow(next) : await this.store.replace(next)) {
-        this.#published(current, next, slot?.chunk)
-        return next
-      }
+      const next = this.#next(current, task)
+      if (await this.store.replace(next)) return this.#published(current, next, slot?.chunk)
     }
     /* c8 ignore next -- only reachable under sustained write contention on one task */
     throw new TaskConflict(id)
+  }
+
+  #next (current: StoredTask, task: Task): StoredTask {
+    return { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
   }
 
   /**
@@ -317,7 +359,7 @@ export class TaskService {
    * Tells subscribers and status listeners about a write that has happened. Their failures are logged and go no
    * further: the write stands, and the task's run must not be failed by a listener.
    */
-  #published (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): void {
+  #published (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): StoredTask {
     try {
       this.#publish(previous, next, chunk)
     } catch (err) {
@@ -332,6 +374,7 @@ export class TaskService {
         }
       }
     }
+    return next
   }
 
   #publish (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): void {
@@ -352,6 +395,11 @@ export class TaskService {
     }
   }
 
+  /**
+   * A task's run: one turn per queued message. Written for both kinds of store and executor: with a store in this
+   * process and an executor that answers at once, it finishes before `dispatch` returns, with no promise made;
+   * each step awaits only what is a promise.
+   */
   async #loop (taskId: string, run: Run): Promise<void> {
     const { abort } = run
     if (this.#leases !== undefined) {
@@ -360,35 +408,43 @@ export class TaskService {
     }
     try {
       for (let message = run.queue.shift(); message !== undefined; message = run.queue.shift()) {
-        const started = await this.update(taskId, task => {
+        let started = this.#write(taskId, task => {
           if (task.status.state === 'in_progress' || isTerminal(task.status.state)) return null
           return withStatus(task, 'in_progress', this.#now())
         })
+        if (started instanceof Promise) started = await started
         if (abort.aborted || isTerminal(started.task.status.state)) return
-        const state = await this.#turn(started, message, run)
+        let state = this.#turn(started, message, run)
+        if (state instanceof Promise) state = await state
         if (isTerminal(state)) return
         if (run.queue.length > 0) continue
         // input_required and auth_required wait for the client's next message, in a new run.
         if (state !== 'in_progress') return
-        await this.update(taskId, task => task.status.state === 'in_progress' && run.queue.length === 0
+        const completed = this.#write(taskId, task => task.status.state === 'in_progress' && run.queue.length === 0
           ? withStatus(task, 'completed', this.#now())
           : null)
+        if (completed instanceof Promise) await completed
       }
     } catch (err) {
       /* c8 ignore next 2 -- a store failure mid-run: the task cannot be written, so log it and let it go */
       this.#log.error({ err, taskId }, 'task run failed')
     } finally {
       this.#running.delete(taskId)
-      await this.#leases?.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
+      if (this.#leases !== undefined) {
+        await this.#leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
+      }
     }
   }
 
-  /** One executor invocation for one message. Returns the state it left the task in. */
-  async #turn (record: StoredTask, message: Message, run: Run): Promise<TaskState> {
+  /**
+   * One executor invocation for one message. Returns the state it left the task in: at once when the executor
+   * answered at once (a value, not a promise or an iterable) and the store is in this process.
+   */
+  #turn (record: StoredTask, message: Message, run: Run): MaybePromise<TaskState> {
     const taskId = record.task.id
-    const { abort } = run
     const turn: Turn = { resultArtifactId: undefined }
-    let state: TaskState = record.task.status.state
+    const state: TaskState = record.task.status.state
+    let outcome: MaybePromise<TaskState>
     try {
       const result = this.#executor(new TurnContext({
         task: record.task,
@@ -396,41 +452,60 @@ export class TaskService {
         principal: run.principal,
         tools: this.#toolsFor(run.principal),
         log: this.#log,
-        abort,
+        abort: run.abort,
         contextHistory: limit => contextHistory(this.store, record, limit)
       }))
-      if (isAsyncIterable(result)) {
-        for await (const event of result) {
-          if (abort.aborted) break
-          state = await this.#apply(taskId, event, turn)
-          if (isTerminal(state)) break
-        }
-      } else {
-        const value = await result
-        const events = value === undefined ? [] : Array.isArray(value) ? value : [value]
-        for (const event of events) {
-          if (abort.aborted) break
-          state = await this.#apply(taskId, event, turn)
-          if (isTerminal(state)) break
-        }
-      }
+      if (isAsyncIterable(result)) outcome = this.#iterate(taskId, result, state, turn, run)
+      else if (isThenable(result)) outcome = Promise.resolve(result).then(value => this.#applyAll(taskId, eventsOf(value), 0, state, turn, run))
+      else outcome = this.#applyAll(taskId, eventsOf(result), 0, state, turn, run)
     } catch (err) {
-      if (abort.aborted) return 'canceled'
-      this.#log.error({ err, taskId }, 'agent executor failed')
-      const failed = await this.update(taskId, task => isTerminal(task.status.state)
-        ? null
-        : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
-      return failed.task.status.state
+      return this.#failed(taskId, run, err)
     }
-    if (abort.aborted) return 'canceled'
+    if (outcome instanceof Promise) {
+      return outcome.then(last => run.abort.aborted ? 'canceled' : last, (err: unknown) => this.#failed(taskId, run, err))
+    }
+    return run.abort.aborted ? 'canceled' : outcome
+  }
+
+  /** The events of an executor that is an async iterable, written as they come. */
+  async #iterate (taskId: string, events: AsyncIterable<ExecutorEvent>, state: TaskState, turn: Turn, run: Run): Promise<TaskState> {
+    for await (const event of events) {
+      if (run.abort.aborted) break
+      state = await this.#apply(taskId, event, turn)
+      if (isTerminal(state)) break
+    }
     return state
   }
 
+  /** The events an executor returned, from `from` on, written in order; at once while the writes are. */
+  #applyAll (taskId: string, events: ExecutorEvent[], from: number, state: TaskState, turn: Turn, run: Run): MaybePromise<TaskState> {
+    for (let i = from; i < events.length; i++) {
+      if (run.abort.aborted) break
+      const next = this.#apply(taskId, events[i], turn)
+      if (next instanceof Promise) {
+        return next.then(after => isTerminal(after) ? after : this.#applyAll(taskId, events, i + 1, after, turn, run))
+      }
+      state = next
+      if (isTerminal(state)) break
+    }
+    return state
+  }
+
+  /** An executor that threw: the task fails, unless the throw came from a cancel. */
+  #failed (taskId: string, run: Run, err: unknown): MaybePromise<TaskState> {
+    if (run.abort.aborted) return 'canceled'
+    this.#log.error({ err, taskId }, 'agent executor failed')
+    const failed = this.#write(taskId, task => isTerminal(task.status.state)
+      ? null
+      : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
+    return failed instanceof Promise ? failed.then(record => record.task.status.state) : failed.task.status.state
+  }
+
   /** Writes one executor event to the task. Returns the task's state afterwards. */
-  async #apply (taskId: string, event: ExecutorEvent, turn: Turn): Promise<TaskState> {
+  #apply (taskId: string, event: ExecutorEvent, turn: Turn): MaybePromise<TaskState> {
     const now = this.#now()
     const slot: ChunkSlot = {}
-    const next = await this.update(taskId, task => {
+    const next = this.#write(taskId, task => {
       if (isTerminal(task.status.state)) return null
       if (typeof event === 'string') return addResultText(task, event, turn, slot)
       switch (event.kind) {
@@ -452,7 +527,7 @@ export class TaskService {
           throw invalidParams(`executor event kind "${(event as { kind: unknown }).kind}" is unknown`)
       }
     }, slot)
-    return next.task.status.state
+    return next instanceof Promise ? next.then(record => record.task.status.state) : next.task.status.state
   }
 }
 
@@ -537,4 +612,13 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
 
 function isAsyncIterable (value: unknown): value is AsyncIterable<ExecutorEvent> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+}
+
+function isThenable (value: unknown): value is PromiseLike<ExecutorResult> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+}
+
+/** What an executor returned, as a list of events. */
+function eventsOf (value: ExecutorResult): ExecutorEvent[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
 }

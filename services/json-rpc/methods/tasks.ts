@@ -2,13 +2,14 @@ import type { A2AConfig } from '../../../schemas/config.js'
 import {
   MessageSendParamsSchema, type MessageSendParams, TaskIdParamsSchema, TaskListParamsSchema, TaskListResultSchema, TaskQueryParamsSchema
 } from '../../../schemas/methods.js'
+import type { PushNotificationConfig } from '../../../schemas/push-config.js'
 import { TaskSchema, type Message } from '../../../schemas/task.js'
 import { JsonRpcError, RpcCode, contentTypeNotSupported } from '../../errors.js'
 import { normalizeState, presentTask } from '../../tasks/states.js'
 import type { Principal } from '../../auth/principal.js'
 import type { PushService } from '../../push/service.js'
 import type { StoredTask } from '../../tasks/store.js'
-import type { SettledTask, TaskService } from '../../tasks/task-service.js'
+import type { MaybePromise, SettledTask, TaskService } from '../../tasks/task-service.js'
 import { TaskEventStream } from '../../tasks/task-stream.js'
 import type { MethodDefinition } from '../registry.js'
 
@@ -41,21 +42,29 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
 
   /**
    * The task a message goes to: a new one, or the one its taskId names (joined). A push config in the request is
-   * stored before the executor starts, so the first state change is delivered (CONTRACT.md §5).
+   * stored before the executor starts, so the first state change is delivered (CONTRACT.md §5). A new task in a
+   * store in this process, with no push config, is made and started at once.
    */
-  async function route ({ message, configuration, metadata }: MessageSendParams, principal: Principal,
-    joined?: (record: StoredTask) => void): Promise<StoredTask> {
+  function route ({ message, configuration, metadata }: MessageSendParams, principal: Principal,
+    joined?: (record: StoredTask) => void): MaybePromise<StoredTask> {
     const pushConfig = configuration?.pushNotificationConfig
+    if (message.taskId !== undefined) return join(message.taskId, message, principal, pushConfig)
     const attach = pushConfig === undefined ? undefined : (taskId: string) => (push as PushService).set(taskId, pushConfig)
-    if (message.taskId !== undefined) {
-      await tasks.get(message.taskId, principal)
-      if (attach !== undefined) await attach(message.taskId)
-      return tasks.join(message.taskId, message, principal)
-    }
-    const record = await tasks.create(message, principal, metadata, attach)
+    const created = tasks.create(message, principal, metadata, attach)
+    if (created instanceof Promise) return created.then(record => started(record, principal, joined))
+    return started(created, principal, joined)
+  }
+
+  function started (record: StoredTask, principal: Principal, joined?: (record: StoredTask) => void): StoredTask {
     joined?.(record)
     tasks.dispatch(record, principal)
     return record
+  }
+
+  async function join (taskId: string, message: Message, principal: Principal, pushConfig?: PushNotificationConfig): Promise<StoredTask> {
+    await tasks.get(taskId, principal)
+    if (pushConfig !== undefined) await (push as PushService).set(taskId, pushConfig)
+    return tasks.join(taskId, message, principal)
   }
 
   const send: MethodDefinition<typeof MessageSendParamsSchema> = {
@@ -67,8 +76,12 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
     async handler (params, ctx) {
       checkMessage(params)
       const { configuration } = params
-      let record: SettledTask = await route(params, ctx.principal)
-      if (configuration?.blocking !== false) record = await tasks.waitSettled(record, timeoutMs)
+      const routed = route(params, ctx.principal)
+      let record: SettledTask = routed instanceof Promise ? await routed : routed
+      if (configuration?.blocking !== false) {
+        const settled = tasks.waitSettled(record, timeoutMs)
+        record = settled instanceof Promise ? await settled : settled
+      }
       return presentTask(record.task, dialect, configuration?.historyLength)
     }
   }

@@ -4,7 +4,7 @@ import { setImmediate as tick } from 'node:timers/promises'
 import { pino, type Logger } from 'pino'
 import t, { type Test } from 'tap'
 import type { Message, Task } from '../../../schemas/task.js'
-import type { AgentExecutor, AgentTools, ExecutionContext } from '../../../services/agent/executor.js'
+import type { AgentExecutor, AgentTools, ExecutionContext, ExecutorEvent } from '../../../services/agent/executor.js'
 import { ANONYMOUS, createPrincipal, type Principal } from '../../../services/auth/principal.js'
 import { RpcCode } from '../../../services/errors.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
@@ -185,28 +185,84 @@ t.test('each turn gets its own Agent-result artifact', async t => {
   t.ok(done.task.artifacts[0].artifactId !== done.task.artifacts[1].artifactId)
 })
 
-t.test('a plain async function may return a string, an event, an array or nothing', async t => {
-  const cases: Array<[string, AgentExecutor, (task: Task) => void]> = [
-    ['a string', async () => 'done', task => t.same(texts(task), [['done']])],
-    ['an event', async () => ({ kind: 'artifact', name: 'out', parts: [{ kind: 'data', data: { n: 1 } }] }), task => {
+/** A store across the network: no synchronous view, so every read and write is a promise. */
+class PromiseStore extends MemoryTaskStore {
+  override get sync (): undefined {
+    return undefined
+  }
+}
+
+t.test('an executor may return a string, an event, an array or nothing, at once or through a promise', async t => {
+  type Result = Awaited<ReturnType<AgentExecutor>>
+  const cases: Array<[string, () => Result, (task: Task) => void]> = [
+    ['a string', () => 'done', task => t.same(texts(task), [['done']])],
+    ['an event', () => ({ kind: 'artifact', name: 'out', parts: [{ kind: 'data', data: { n: 1 } }] }), task => {
       t.match(task.artifacts, [{ name: 'out', parts: [{ kind: 'data', data: { n: 1 } }] }])
     }],
-    ['an array', async () => ['a', { kind: 'message', content: 'note' }, 'b'], task => {
+    ['an array', () => ['a', { kind: 'message', content: 'note' }, 'b'], task => {
       t.same(texts(task), [['a', 'b']])
       t.match(task.history[1], { role: 'agent', parts: [{ kind: 'text', text: 'note' }], taskId: task.id })
     }],
-    ['nothing', async () => {}, task => t.same(task.artifacts, [])],
-    ['an array that ends the task early', async () => ['a', { kind: 'status', state: 'completed' }, 'never'], task => {
+    ['nothing', () => undefined, task => t.same(task.artifacts, [])],
+    ['an array that ends the task early', () => ['a', { kind: 'status', state: 'completed' }, 'never'], task => {
       t.same(texts(task), [['a']])
     }]
   ]
-  for (const [name, executor, check] of cases) {
-    await t.test(`returning ${name}`, async t => {
-      const { service } = harness(t, executor)
-      const done = await send(service, userMessage('x'))
-      t.equal(done.task.status.state, 'completed')
-      check(done.task)
-    })
+  const stores: Array<[string, () => MemoryTaskStore]> = [
+    ['a store in this process', () => new MemoryTaskStore({ maxTasks: 10, ttlSeconds: 60, now: storeNow })],
+    ['a store that answers through promises', () => new PromiseStore({ maxTasks: 10, ttlSeconds: 60, now: storeNow })]
+  ]
+  for (const [storeName, makeStore] of stores) {
+    for (const [name, result, check] of cases) {
+      for (const [how, executor] of [['at once', result], ['through a promise', async () => result()]] as Array<[string, AgentExecutor]>) {
+        await t.test(`returning ${name} ${how}, with ${storeName}`, async t => {
+          const { service, bus } = harness(t, executor, { store: makeStore() })
+          const created = await service.create(userMessage('x'), alice)
+          const versions: number[] = []
+          bus.subscribe(created.task.id, event => versions.push(event.version))
+          service.dispatch(created, alice)
+          const done = await service.waitSettled(created, SETTLE_MS)
+          t.equal(done.task.status.state, 'completed')
+          check(done.task)
+          // A history-only write (an agent message) publishes nothing: versions may skip, never repeat or go back.
+          t.ok(versions.every((v, i) => i === 0 || v > versions[i - 1]), 'events in version order, each once')
+          t.equal(versions.at(-1), done.version, 'the last event is the settled task')
+        })
+      }
+    }
+  }
+})
+
+t.test('an executor that answers at once, over a store in this process, finishes before dispatch returns', async t => {
+  const { service, store } = harness(t, () => 'done')
+  const created = await service.create(userMessage('x'), alice)
+  service.dispatch(created, alice)
+  t.equal(service.running, 0)
+  t.equal(store.getNow(created.task.id)?.task.status.state, 'completed')
+  t.equal((await service.waitSettled(created, SETTLE_MS)).task.status.state, 'completed')
+})
+
+t.test('an executor that throws at once, or answers with a bad event, fails the task with either store', async t => {
+  const executors: Array<[string, AgentExecutor]> = [
+    ['throws at once', () => { throw new Error('boom') }],
+    ['answers an event of an unknown kind at once', () => [{ kind: 'bogus' } as unknown as ExecutorEvent]],
+    ['answers an illegal transition through a promise', async () => ['a', { kind: 'status', state: 'in_progress' }, { kind: 'status', state: 'completed' }, { kind: 'status', state: 'input_required' }]]
+  ]
+  for (const [storeName, PromiseOrNot] of [['in this process', MemoryTaskStore], ['through promises', PromiseStore]] as const) {
+    for (const [name, executor] of executors) {
+      await t.test(`an executor that ${name}, with a store ${storeName}`, async t => {
+        const { service } = harness(t, executor, { store: new PromiseOrNot({ maxTasks: 10, ttlSeconds: 60, now: storeNow }) })
+        const done = await send(service, userMessage('x'))
+        if (name.startsWith('answers an illegal')) {
+          // The events before the refused one stand; the task had completed, and stays so.
+          t.equal(done.task.status.state, 'completed')
+          t.same(texts(done.task), [['a']])
+        } else {
+          t.equal(done.task.status.state, 'failed')
+          t.equal(textOf(done.task.status.message), FAILED_MESSAGE)
+        }
+      })
+    }
   }
 })
 
