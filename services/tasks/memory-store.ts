@@ -26,20 +26,32 @@ interface Entry {
   older: Entry | null
   newer: Entry | null
   linked: boolean
+  /** Its owner's tasks, in insertion order: the neighbours (older, newer). */
+  ownerOlder: Entry | null
+  ownerNewer: Entry | null
+}
+
+/** One owner's tasks, a doubly-linked list through their entries: `tasks/list` walks it from the newest. */
+interface OwnerList {
+  oldest: Entry | null
+  newest: Entry | null
 }
 
 /**
  * Tasks in a Map, bounded. Terminal tasks are also on a doubly-linked list in the order they were last updated,
  * which is both their expiry order (one TTL for all) and their eviction order, so expiry and eviction cost O(1) per
  * task. A list, not a second Map: a Map deleted from the front keeps the holes until it is rehashed, and finding its
- * first live key walks them, which made every insert of a full store cost thousands of steps.
+ * first live key walks them, which made every insert of a full store cost thousands of steps. Each owner's tasks are
+ * a third list, in insertion order, for `tasks/list`: linking an entry in and out costs a few pointers, where a Set
+ * per owner cost a hash-table insert and delete per task (with security off every task has the same owner, so that
+ * Set held the whole store), and a page no longer copies the owner's every id.
  */
 export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #tasks = new Map<string, Entry>()
   /** The terminal list: `#oldest` expires (and is evicted) first. */
   #oldest: Entry | null = null
   #newest: Entry | null = null
-  readonly #byOwner = new Map<string, Set<string>>()
+  readonly #byOwner = new Map<string, OwnerList>()
   readonly #deleteListeners: Array<(taskId: string) => void> = []
   readonly #maxTasks: number
   readonly #ttlMs: number
@@ -68,11 +80,17 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
       this.#delete(this.#oldest)
     }
-    const entry: Entry = { record, seq: ++this.#seq, older: null, newer: null, linked: false }
+    const entry: Entry = { record, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null }
     this.#tasks.set(record.task.id, entry)
-    let owned = this.#byOwner.get(record.owner)
-    if (!owned) this.#byOwner.set(record.owner, (owned = new Set()))
-    owned.add(record.task.id)
+    const owned = this.#byOwner.get(record.owner)
+    if (owned === undefined) {
+      this.#byOwner.set(record.owner, { oldest: entry, newest: entry })
+    } else {
+      const newest = owned.newest as Entry
+      entry.ownerOlder = newest
+      newest.ownerNewer = entry
+      owned.newest = entry
+    }
     this.#track(entry)
   }
 
@@ -109,13 +127,11 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
     const after = query.pageToken === undefined ? Infinity : decodeToken(query.pageToken)
-    const ids = query.owner === undefined ? [...this.#tasks.keys()] : [...(this.#byOwner.get(query.owner) ?? [])]
     const now = this.#now()
     const tasks: StoredTask[] = []
     let lastSeq = 0
-    // Newest first: walk the insertion order backwards.
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const entry = this.#tasks.get(ids[i]) as Entry
+    const newestFirst = query.owner === undefined ? [...this.#tasks.values()].reverse() : this.#owned(query.owner)
+    for (const entry of newestFirst) {
       if (entry.seq >= after) continue
       const { task } = entry.record
       if (query.contextId !== undefined && task.contextId !== query.contextId) continue
@@ -126,6 +142,11 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       lastSeq = entry.seq
     }
     return { tasks, nextPageToken: '' }
+  }
+
+  /** One owner's entries, newest first. */
+  * #owned (owner: string): Generator<Entry> {
+    for (let entry = this.#byOwner.get(owner)?.newest ?? null; entry !== null; entry = entry.ownerOlder) yield entry
   }
 
   onDelete (listener: (taskId: string) => void): void {
@@ -174,9 +195,12 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     const { owner, task: { id } } = entry.record
     this.#tasks.delete(id)
     this.#unlink(entry)
-    const owned = this.#byOwner.get(owner) as Set<string>
-    owned.delete(id)
-    if (owned.size === 0) this.#byOwner.delete(owner)
+    const owned = this.#byOwner.get(owner) as OwnerList
+    if (entry.ownerOlder === null) owned.oldest = entry.ownerNewer
+    else entry.ownerOlder.ownerNewer = entry.ownerNewer
+    if (entry.ownerNewer === null) owned.newest = entry.ownerOlder
+    else entry.ownerNewer.ownerOlder = entry.ownerOlder
+    if (owned.oldest === null) this.#byOwner.delete(owner)
     for (const listener of this.#deleteListeners) listener(id)
   }
 }
