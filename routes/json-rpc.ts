@@ -4,7 +4,7 @@ import type { Principal } from '../services/auth/principal.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import {
-  dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, tooDeep, type IdentifiedError, type JsonRpcRequest
+  dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, tooDeep, type IdentifiedError, type JsonRpcRequest, type Outcome
 } from '../services/json-rpc/dispatch.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 import type { EventSource } from '../plugins/sse.js'
@@ -149,16 +149,23 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     return reply
   }
 
-  fastify.post('/', { bodyLimit: opts.bodyLimit }, async function (request, reply) {
+  /** Sends what a request came to, with its audit line. */
+  function answer (request: FastifyRequest, reply: FastifyReply, method: string, { response, error }: Outcome): FastifyReply {
+    audited(request, method, error)
+    return send(reply, response, error)
+  }
+
+  // Not async: a method that answers at once (message/send over the memory store) is sent at once, with no promise.
+  fastify.post('/', { bodyLimit: opts.bodyLimit }, function (request, reply) {
     if (request.headers['content-type'] === undefined) {
       throw new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'Content-Type must be application/json', 415)
     }
     const req = parseEnvelope(request.body)
     const method = registry.get(req.method)
     if (method?.streaming === true) return stream(request, reply, req, method)
-    const { response, error } = await dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
-    audited(request, req.method, error)
-    return send(reply, response, error)
+    const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
+    if (outcome instanceof Promise) return outcome.then(done => answer(request, reply, req.method, done))
+    answer(request, reply, req.method, outcome)
   })
 }
 

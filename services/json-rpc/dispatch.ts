@@ -110,15 +110,37 @@ export function toJsonRpcError (err: unknown, log: Logger, method?: string): Jso
   return new JsonRpcError(RpcCode.internalError, 'Internal error')
 }
 
-/** Runs one request to its response. Errors never escape: they become the response. */
-export async function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal,
-  log: Logger): Promise<{ response: JsonRpcResponse, error?: JsonRpcError }> {
+/** What a request came to: its response, and the error it answers with, if any. */
+export interface Outcome {
+  response: JsonRpcResponse
+  error?: JsonRpcError
+}
+
+/**
+ * Runs one request to its response. Errors never escape: they become the response. A handler that answers at once
+ * (not through a promise) is answered at once, with no promise made on the way.
+ */
+export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger): Outcome | Promise<Outcome> {
+  let result: unknown
   try {
     const method = resolveMethod(registry, req, principal)
-    const result = await method.handler(req.params, { principal, log, id: req.id })
-    return { response: success(req.id, result === undefined ? null : result) }
+    result = method.handler(req.params, { principal, log, id: req.id })
   } catch (err) {
-    const error = toJsonRpcError(err, log, req.method)
-    return { response: failure(req.id, error), error }
+    return failed(req, err, log)
   }
+  if (isThenable(result)) return Promise.resolve(result).then(value => succeeded(req.id, value), (err: unknown) => failed(req, err, log))
+  return succeeded(req.id, result)
+}
+
+function succeeded (id: JsonRpcId, result: unknown): Outcome {
+  return { response: success(id, result === undefined ? null : result) }
+}
+
+function failed (req: JsonRpcRequest, err: unknown, log: Logger): Outcome {
+  const error = toJsonRpcError(err, log, req.method)
+  return { response: failure(req.id, error), error }
+}
+
+function isThenable (value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

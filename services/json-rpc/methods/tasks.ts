@@ -3,7 +3,7 @@ import {
   MessageSendParamsSchema, type MessageSendParams, TaskIdParamsSchema, TaskListParamsSchema, TaskListResultSchema, TaskQueryParamsSchema
 } from '../../../schemas/methods.js'
 import type { PushNotificationConfig } from '../../../schemas/push-config.js'
-import { TaskSchema, type Message } from '../../../schemas/task.js'
+import { TaskSchema, type Message, type Task } from '../../../schemas/task.js'
 import { JsonRpcError, RpcCode, contentTypeNotSupported } from '../../errors.js'
 import { normalizeState, presentTask } from '../../tasks/states.js'
 import type { Principal } from '../../auth/principal.js'
@@ -73,17 +73,21 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
     params: MessageSendParamsSchema,
     result: TaskSchema,
     errors: messageErrors,
-    async handler (params, ctx) {
+    // Not async: over the memory store, with an executor that answers at once, the task is answered at once.
+    handler (params, ctx) {
       checkMessage(params)
-      const { configuration } = params
       const routed = route(params, ctx.principal)
-      let record: SettledTask = routed instanceof Promise ? await routed : routed
-      if (configuration?.blocking !== false) {
-        const settled = tasks.waitSettled(record, timeoutMs)
-        record = settled instanceof Promise ? await settled : settled
-      }
-      return presentTask(record.task, dialect, configuration?.historyLength)
+      if (routed instanceof Promise) return routed.then(record => answer(record, params.configuration))
+      return answer(routed, params.configuration)
     }
+  }
+
+  /** The Task message/send answers with: once it has settled, unless the client asked not to wait. */
+  function answer (record: SettledTask, configuration: MessageSendParams['configuration']): Task | Promise<Task> {
+    if (configuration?.blocking === false) return presentTask(record.task, dialect, configuration.historyLength)
+    const settled = tasks.waitSettled(record, timeoutMs)
+    if (settled instanceof Promise) return settled.then(done => presentTask(done.task, dialect, configuration?.historyLength))
+    return presentTask(settled.task, dialect, configuration?.historyLength)
   }
 
   const stream: MethodDefinition<typeof MessageSendParamsSchema> = {
