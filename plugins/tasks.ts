@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import type { AgentExecutor } from '../services/agent/executor.js'
+import type { AgentExecutor, AgentTools } from '../services/agent/executor.js'
+import type { Principal } from '../services/auth/principal.js'
 import { createAgentTools } from '../services/agent/tools.js'
 import { InvalidPluginOptions } from '../services/errors.js'
 import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
@@ -48,6 +49,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     store = new MemoryTaskStore({ maxTasks: settings.max_tasks, ttlSeconds: settings.ttl })
     bus = new MemoryTaskEventBus()
   }
+  // One tools object per principal, made when its first task runs: a principal (the anonymous one, one per API key
+  // or token, one per cached introspection) outlives its tasks, and the tools are the same for each of them.
+  const tools = new WeakMap<Principal, AgentTools>()
   const service = new TaskService({
     store,
     bus,
@@ -55,7 +59,11 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     executor: opts.executor,
     log,
     // The registry is decorated after this plugin; it is only read when a task runs.
-    toolsFor: principal => createAgentTools(fastify.a2aMethods, principal, log)
+    toolsFor: principal => {
+      let found = tools.get(principal)
+      if (found === undefined) tools.set(principal, (found = createAgentTools(fastify.a2aMethods, principal, log)))
+      return found
+    }
   })
 
   let reaper: NodeJS.Timeout | undefined

@@ -116,6 +116,20 @@ t.test('the built-in agent refuses a tool the caller may not use', async t => {
   t.match(res.body.result.status.message.parts[0].text, /files:read/)
 })
 
+t.test('each caller\'s tasks call tools as that caller, whoever called them before', async t => {
+  // The tools are kept per principal: a reader (no agent:read), an admin key, then the reader again, on one server.
+  const { app } = await buildLogged(t, { config: secured() })
+  const send = async (key: string) => (await post(app, rpc('message/send', { message: userMessage('capabilities') }), { 'x-api-key': key })).body.result
+  t.equal((await send(READER_KEY)).status.state, 'rejected')
+  const allowed = await send(API_KEY)
+  t.equal(allowed.status.state, 'completed')
+  t.equal(allowed.artifacts[0].parts[0].kind, 'data')
+  const again = await send(READER_KEY)
+  t.equal(again.status.state, 'rejected')
+  t.match(again.status.message.parts[0].text, /agent:read/)
+  t.equal((await send(API_KEY)).status.state, 'completed')
+})
+
 t.test('tasks belong to their creator: others get -32001, admins see them, tasks/list is one\'s own', async t => {
   const { app } = await buildLogged(t, { config: secured() })
   const alpha = { 'x-api-key': API_KEY }
