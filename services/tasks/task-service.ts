@@ -258,14 +258,13 @@ export class TaskService {
         unsubscribe()
         resolve(value)
       }
-      // The task may have settled between the caller's read and this subscription. A store in this process answers
-      // at once, as in `update`.
-      const check = (now: StoredTask | null): void => {
-        if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
+      // The task may have settled between the caller's read and this subscription. (A store in this process was
+      // read by `waitSettled` just before, with nothing in between.)
+      if (this.store.sync === undefined) {
+        this.store.get(taskId).then(now => {
+          if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
+        }, () => {})
       }
-      const sync = this.store.sync
-      if (sync !== undefined) check(sync.getNow(taskId))
-      else this.store.get(taskId).then(check, () => {})
     })
     if (settled !== null) return settled
     this.#log.debug({ taskId }, 'blocking wait timed out')
@@ -461,10 +460,8 @@ export class TaskService {
     } catch (err) {
       return this.#failed(taskId, run, err)
     }
-    if (outcome instanceof Promise) {
-      return outcome.then(last => run.abort.aborted ? 'canceled' : last, (err: unknown) => this.#failed(taskId, run, err))
-    }
-    return run.abort.aborted ? 'canceled' : outcome
+    if (outcome instanceof Promise) return outcome.then(last => ended(run, last), (err: unknown) => this.#failed(taskId, run, err))
+    return ended(run, outcome)
   }
 
   /** The events of an executor that is an async iterable, written as they come. */
@@ -608,6 +605,11 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
   }
   if (metadata !== undefined) message.metadata = metadata
   return message
+}
+
+/** The state a turn left its task in: canceled when the task was canceled while it ran. */
+function ended (run: Run, state: TaskState): TaskState {
+  return run.abort.aborted ? 'canceled' : state
 }
 
 function isAsyncIterable (value: unknown): value is AsyncIterable<ExecutorEvent> {

@@ -566,13 +566,15 @@ t.test('dispatching a task that is already running queues its last message behin
   t.equal(calls[0], calls[1], 'one run handled both')
 })
 
-t.test('waitSettled returns a task that settled before the wait began', async t => {
-  const { service } = harness(t, async () => 'quick')
-  const created = await service.create(userMessage('x'), alice)
-  service.dispatch(created, alice)
-  await idle(service)
-  const done = await service.waitSettled(created, SETTLE_MS)
-  t.equal(done.task.status.state, 'completed')
+t.test('waitSettled returns a task that settled before the wait began, with either store', async t => {
+  for (const store of [new MemoryTaskStore({ maxTasks: 10, ttlSeconds: 60, now: storeNow }), new PromiseStore({ maxTasks: 10, ttlSeconds: 60, now: storeNow })]) {
+    const { service } = harness(t, async () => 'quick', { store })
+    const created = await service.create(userMessage('x'), alice)
+    service.dispatch(created, alice)
+    await idle(service)
+    const done = await service.waitSettled(created, SETTLE_MS)
+    t.equal(done.task.status.state, 'completed')
+  }
 })
 
 t.test('waitSettled returns the task as it stands when the timeout passes', async t => {
