@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js'
+import { isThenable, type MaybePromise } from '../maybe-promise.js'
 import type { Principal } from '../auth/principal.js'
 import { missingScopes } from '../auth/principal.js'
 import { JsonRpcError, RpcCode, invalidParams, invalidRequest, methodNotFound } from '../errors.js'
@@ -120,7 +121,7 @@ export interface Outcome {
  * Runs one request to its response. Errors never escape: they become the response. A handler that answers at once
  * (not through a promise) is answered at once, with no promise made on the way.
  */
-export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger): Outcome | Promise<Outcome> {
+export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger): MaybePromise<Outcome> {
   let result: unknown
   try {
     const method = resolveMethod(registry, req, principal)
@@ -139,8 +140,4 @@ function succeeded (id: JsonRpcId, result: unknown): Outcome {
 function failed (req: JsonRpcRequest, err: unknown, log: Logger): Outcome {
   const error = toJsonRpcError(err, log, req.method)
   return { response: failure(req.id, error), error }
-}
-
-function isThenable (value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

@@ -1,4 +1,5 @@
 import { newId } from '../ids.js'
+import { isThenable, type MaybePromise } from '../maybe-promise.js'
 import type { Logger } from '../logger.js'
 import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
 import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
@@ -45,9 +46,6 @@ interface Run {
 }
 
 type Mutation = (task: Task, record: StoredTask) => Task | null
-
-/** A value, or a promise of it: what a step answered at once by a store in this process returns. */
-export type MaybePromise<T> = T | Promise<T>
 
 /** The chunk an artifact event carries (A2A `artifact-update`). */
 interface ArtifactChunk {
@@ -614,10 +612,6 @@ function ended (run: Run, state: TaskState): TaskState {
 
 function isAsyncIterable (value: unknown): value is AsyncIterable<ExecutorEvent> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value
-}
-
-function isThenable (value: unknown): value is PromiseLike<ExecutorResult> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }
 
 /** What an executor returned, as a list of events. */

@@ -9,7 +9,8 @@ import { normalizeState, presentTask } from '../../tasks/states.js'
 import type { Principal } from '../../auth/principal.js'
 import type { PushService } from '../../push/service.js'
 import type { StoredTask } from '../../tasks/store.js'
-import type { MaybePromise, SettledTask, TaskService } from '../../tasks/task-service.js'
+import type { MaybePromise } from '../../maybe-promise.js'
+import type { SettledTask, TaskService } from '../../tasks/task-service.js'
 import { TaskEventStream } from '../../tasks/task-stream.js'
 import type { MethodDefinition } from '../registry.js'
 
@@ -83,7 +84,7 @@ export function createTaskMethods ({ config, tasks, push }: TaskMethodDeps): Met
   }
 
   /** The Task message/send answers with: once it has settled, unless the client asked not to wait. */
-  function answer (record: SettledTask, configuration: MessageSendParams['configuration']): Task | Promise<Task> {
+  function answer (record: SettledTask, configuration: MessageSendParams['configuration']): MaybePromise<Task> {
     if (configuration?.blocking === false) return presentTask(record.task, dialect, configuration.historyLength)
     const settled = tasks.waitSettled(record, timeoutMs)
     if (settled instanceof Promise) return settled.then(done => presentTask(done.task, dialect, configuration?.historyLength))
