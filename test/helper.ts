@@ -234,7 +234,6 @@ export interface Served {
   exited: Promise<number | null>
 }
 
-/** Starts the real CLI (`dist/cli.js serve`) on a free port and waits for its "agent serving" log line; killed at teardown. */
 /**
  * What the dist/ servers started by `serve` leave out of coverage (tap's `_TAPJS_PROCESSINFO_COV_EXCLUDE_`): the
  * library's folders, which the in-process tests measure from source. The servers' compiled copies would be merged
@@ -242,8 +241,13 @@ export interface Served {
  */
 const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|routes|schemas)[\\/]/)
 
-export async function serve (t: { teardown (fn: () => unknown): void, testdirName: string }, args: string[], env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
+/**
+ * Starts the real CLI (`dist/cli.js serve`) on a free port and waits for its "agent serving" log line; killed at
+ * teardown. `nodeArgs` go to node before the script (`--import` a module hook, say).
+ */
+export async function serve (t: { teardown (fn: () => unknown): void, testdirName: string }, args: string[], env: Record<string, string> = {},
+  nodeArgs: string[] = []): Promise<Served> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--port', '0', ...args], {
     cwd: t.testdirName,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', _TAPJS_PROCESSINFO_COV_EXCLUDE_: CHILD_COVERAGE_EXCLUDE, ...env },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { CLI, rpc, serve, userMessage } from './helper.js'
+import { CLI, receiver, rpc, serve, until, userMessage } from './helper.js'
 
 async function post (url: string, body: unknown): Promise<any> {
   const res = await fetch(url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -61,6 +61,37 @@ t.test('tasks still running at the shutdown deadline become failed, and the proc
   const res = await pending
   t.equal(res.body.result.status.state, 'failed')
   t.match(res.body.result.status.message.parts[0].text, /server stopped/)
+  t.equal(await server.exited, 0)
+})
+
+/** A module hook for `node --import`: it writes a line to stderr whenever the process resolves the package `got`. */
+const TRACE_GOT = (() => {
+  const hooks = 'export async function resolve (specifier, context, next) {' +
+    ' if (specifier === "got") process.stderr.write("resolving got\\n"); return next(specifier, context) }'
+  const register = `import { register } from 'node:module'; register(${JSON.stringify('data:text/javascript,' + encodeURIComponent(hooks))})`
+  return 'data:text/javascript,' + encodeURIComponent(register)
+})()
+
+t.test('the server loads got only when it first posts a webhook, and that delivery arrives', async t => {
+  const dir = t.testdir({ 'agent.yml': 'push_notifications:\n  config:\n    allowed_networks: [127.0.0.0/8]\n' })
+  const hook = await receiver(t)
+  const server = await serve(t, ['--config', join(dir, 'agent.yml')], {}, ['--import', TRACE_GOT])
+  const loads = () => server.logs.join('').split('resolving got').length - 1
+  const plain = await post(server.url, rpc('message/send', { message: userMessage('no webhook') }))
+  t.equal(plain.body.result.status.state, 'completed')
+  const config = await post(server.url, rpc('tasks/pushNotificationConfig/set', {
+    taskId: plain.body.result.id, pushNotificationConfig: { url: `${hook.url}/late` }
+  }))
+  t.equal(config.body.result.taskId, plain.body.result.id, 'a push config is stored')
+  t.equal(loads(), 0, 'serving tasks and storing a push config did not load got')
+  const pushed = await post(server.url, rpc('message/send', {
+    message: userMessage('with a webhook'), configuration: { pushNotificationConfig: { url: `${hook.url}/hook` } }
+  }))
+  await until(() => hook.received.some(r => r.body?.status?.state === 'completed'))
+  t.equal(hook.received[0].path, '/hook')
+  t.equal(hook.received.at(-1)?.body.id, pushed.body.result.id, 'the delivery came through got, loaded on demand')
+  t.equal(loads(), 1, 'got was resolved once')
+  server.child.kill('SIGTERM')
   t.equal(await server.exited, 0)
 })
 

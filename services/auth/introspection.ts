@@ -1,8 +1,9 @@
 import http from 'node:http'
 import https from 'node:https'
-import got, { type Got } from 'got'
+import type { Got } from 'got'
 import { LRUCache } from 'lru-cache'
 import { InvalidPluginOptions, JsonRpcError, RpcCode } from '../errors.js'
+import { lazyGot } from '../lazy-got.js'
 import type { Logger } from '../logger.js'
 import { digest } from './credentials.js'
 import { createPrincipal, missingScopes, type Principal, type ScopeHierarchy } from './principal.js'
@@ -80,7 +81,8 @@ export class IntrospectionClient {
   readonly #now: () => number
   readonly #host: string
   readonly #authorization: string
-  readonly #client: Got
+  /** got, loaded with the first request to the identity provider. */
+  readonly #client: () => Promise<Got>
   readonly #agents: { http: http.Agent, https: https.Agent }
   /** Keyed by the hex digest of the token, never by the token. */
   readonly #cache: LRUCache<string, CacheEntry>
@@ -106,7 +108,7 @@ export class IntrospectionClient {
     this.#authorization = `Basic ${Buffer.from(basic, 'utf8').toString('base64')}`
     this.#agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
     // One attempt per lookup: a retry would only hold the caller longer; the client retries after `Retry-After`.
-    this.#client = got.extend({
+    this.#client = lazyGot({
       retry: { limit: 0 },
       timeout: { request: (opts.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000 },
       throwHttpErrors: false,
@@ -163,7 +165,8 @@ export class IntrospectionClient {
     this.#calls++
     let response
     try {
-      response = await this.#client.post(this.#opts.endpoint, {
+      const client = await this.#client()
+      response = await client.post(this.#opts.endpoint, {
         form: { token, token_type_hint: 'access_token' },
         headers: { authorization: this.#authorization, accept: 'application/json' }
       })

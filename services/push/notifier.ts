@@ -1,7 +1,8 @@
 import { newId } from '../ids.js'
 import http from 'node:http'
 import https from 'node:https'
-import got, { type Got } from 'got'
+import type { Got } from 'got'
+import { lazyGot } from '../lazy-got.js'
 import type { Logger } from '../logger.js'
 import type { StoredTask } from '../tasks/store.js'
 import { presentTask, type Dialect } from '../tasks/states.js'
@@ -76,7 +77,8 @@ export interface Delivery {
  */
 export class WebhookNotifier {
   readonly #opts: NotifierOptions
-  readonly #client: Got
+  /** got, loaded with the first delivery. */
+  readonly #client: () => Promise<Got>
   readonly #key: Buffer | undefined
   readonly #defaultHeaders: Record<string, string>
   readonly #log: Logger
@@ -102,7 +104,7 @@ export class WebhookNotifier {
     this.#defaultHeaders = Object.fromEntries(Object.entries(opts.defaultHeaders)
       .filter(([name]) => !RESERVED.has(name.toLowerCase())))
     this.#agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
-    this.#client = got.extend({
+    this.#client = lazyGot({
       retry: { limit: 0 },
       followRedirect: false,
       throwHttpErrors: false,
@@ -111,12 +113,13 @@ export class WebhookNotifier {
       dnsLookup: opts.policy.lookup,
       agent: this.#agents,
       mutableDefaults: true
+    }, client => {
+      // got copies `cacheOptions` (four keys, all undefined) into every request, and then builds the request's
+      // options as a spread of it followed by some thirty keys: V8 cannot cache that shape, so every request cost
+      // about 19 µs and 11 KB of new hidden classes in the old generation. We never use got's cache: an empty
+      // object keeps the spread on the fast path.
+      client.defaults.options.cacheOptions = {}
     })
-    // got copies `cacheOptions` (four keys, all undefined) into every request, and then builds the request's
-    // options as a spread of it followed by some thirty keys: V8 cannot cache that shape, so every request cost
-    // about 19 µs and 11 KB of new hidden classes in the old generation. We never use got's cache: an empty
-    // object keeps the spread on the fast path.
-    this.#client.defaults.options.cacheOptions = {}
   }
 
   /** Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. */
@@ -276,8 +279,8 @@ export class WebhookNotifier {
 
   async #attempt (delivery: Delivery, url: URL): Promise<AttemptResult> {
     if (!await this.#slot()) return { outcome: 'final', code: 'A2A_ERR_CLOSED' }
-    const result = await Promise.resolve()
-      .then(() => this.#post(url, this.#headers(delivery), delivery.body))
+    const result = await this.#client()
+      .then(client => this.#post(client, url, this.#headers(delivery), delivery.body))
       .then(byStatus, byError)
     this.#release()
     return result
@@ -306,9 +309,9 @@ export class WebhookNotifier {
   }
 
   /** One POST; reads at most 64 KiB of the answer and drops the rest. */
-  #post (url: URL, headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter?: string }> {
+  #post (client: Got, url: URL, headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter?: string }> {
     return new Promise((resolve, reject) => {
-      const stream = this.#client.stream.post(url, { headers, body })
+      const stream = client.stream.post(url, { headers, body })
       let status = 0
       let retryAfter: string | undefined
       let read = 0
