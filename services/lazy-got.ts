@@ -1,7 +1,5 @@
 import type { ExtendOptions, Got } from 'got'
 
-let loading: Promise<typeof import('got')> | undefined
-
 /**
  * A got instance, made from `options` when first asked for. got is loaded only then: a server that never posts a
  * webhook and never introspects a token does not load it (got and the modules it pulls in are some 3 MB of heap and
@@ -10,7 +8,7 @@ let loading: Promise<typeof import('got')> | undefined
  */
 export function lazyGot (options: ExtendOptions, configure?: (client: Got) => void): () => Promise<Got> {
   let client: Promise<Got> | undefined
-  return () => (client ??= (loading ??= import('got')).then(({ default: got }) => {
+  return () => (client ??= import('got').then(({ default: got }) => {
     const made = got.extend(options)
     configure?.(made)
     return made

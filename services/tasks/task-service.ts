@@ -493,7 +493,7 @@ export class TaskService {
     const failed = this.#write(taskId, task => isTerminal(task.status.state)
       ? null
       : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
-    return failed instanceof Promise ? failed.then(record => record.task.status.state) : failed.task.status.state
+    return failed instanceof Promise ? failed.then(stateOf) : stateOf(failed)
   }
 
   /** Writes one executor event to the task. Returns the task's state afterwards. */
@@ -522,7 +522,7 @@ export class TaskService {
           throw invalidParams(`executor event kind "${(event as { kind: unknown }).kind}" is unknown`)
       }
     }, slot)
-    return next instanceof Promise ? next.then(record => record.task.status.state) : next.task.status.state
+    return next instanceof Promise ? next.then(stateOf) : stateOf(next)
   }
 }
 
@@ -603,6 +603,11 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
   }
   if (metadata !== undefined) message.metadata = metadata
   return message
+}
+
+/** The state a write left its task in. */
+function stateOf (record: StoredTask): TaskState {
+  return record.task.status.state
 }
 
 /** The state a turn left its task in: canceled when the task was canceled while it ran. */
