@@ -6,6 +6,7 @@ import { JsonRpcError, RpcCode } from '../services/errors.js'
 import {
   dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, tooDeep, type IdentifiedError, type JsonRpcRequest, type Outcome
 } from '../services/json-rpc/dispatch.js'
+import { Outbox } from '../services/json-rpc/outbox.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 import type { EventSource } from '../plugins/sse.js'
 import { writes } from '../services/lazy-logger.js'
@@ -19,6 +20,14 @@ export interface JsonRpcRoutesOptions {
 }
 
 /** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
+/** A request's outcome, waiting in the outbox. */
+interface Answer {
+  request: FastifyRequest
+  reply: FastifyReply
+  method: string
+  outcome: Outcome
+}
+
 const JSON_TYPE = /^application\/(?:[\w!#$&^.-]+\+)?json(?:\s*;|$)/i
 
 const parseError = (data: string) => new JsonRpcError(RpcCode.parseError, 'Parse error', data, 400)
@@ -80,11 +89,12 @@ function observe (reply: FastifyReply, code: number): void {
 }
 
 function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
-  observe(reply, err?.code ?? 0)
   if (err !== undefined && err.httpStatus !== 200) {
     reply.code(err.httpStatus)
     if (err.headers !== undefined) reply.headers(err.headers)
   }
+  // Counted once its status is set: an answer refused there is counted as the error it then becomes.
+  observe(reply, err?.code ?? 0)
   // An object body gets Fastify's `application/json; charset=utf-8`; setting it here would only be parsed again.
   return reply.send(body)
 }
@@ -149,13 +159,26 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     return reply
   }
 
+  // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
+  // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
+  let closing = false
+  fastify.addHook('preClose', function (done) {
+    closing = true
+    done()
+  })
+
   /** Sends what a request came to, with its audit line. */
-  function answer (request: FastifyRequest, reply: FastifyReply, method: string, { response, error }: Outcome): FastifyReply {
+  function answer ({ request, reply, method, outcome: { response, error } }: Answer): void {
     audited(request, method, error)
-    return send(reply, response, error)
+    if (closing && request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
+    send(reply, response, error)
   }
 
-  // Not async: a method that answers at once (message/send over the memory store) is sent at once, with no promise.
+  // Answers leave at the end of the event loop's turn, together (see Outbox). One that cannot be sent (a status
+  // code Fastify refuses) becomes this request's error, answered with its id.
+  const outbox = new Outbox<Answer>(answer, ({ reply, outcome }, err) => reply.send(Object.assign(err as Error, { id: outcome.response.id })))
+
+  // Not async: a method that answers at once (message/send over the memory store) is queued at once, with no promise.
   fastify.post('/', { bodyLimit: opts.bodyLimit }, function (request, reply) {
     if (request.headers['content-type'] === undefined) {
       throw new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'Content-Type must be application/json', 415)
@@ -164,8 +187,14 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     const method = registry.get(req.method)
     if (method?.streaming === true) return stream(request, reply, req, method)
     const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
-    if (outcome instanceof Promise) return outcome.then(done => answer(request, reply, req.method, done))
-    answer(request, reply, req.method, outcome)
+    if (outcome instanceof Promise) {
+      return outcome.then(done => {
+        outbox.push({ request, reply, method: req.method, outcome: done })
+        // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
+        return reply
+      })
+    }
+    outbox.push({ request, reply, method: req.method, outcome })
   })
 }
 

@@ -1,5 +1,9 @@
+import { connect } from 'node:http2'
+import Fastify from 'fastify'
 import t from 'tap'
-import { build, call, rpc, userMessage } from '../helper.js'
+import a2a from '../../index.js'
+import { JsonRpcError } from '../../services/errors.js'
+import { build, buildLogged, call, listen, rpc, userMessage } from '../helper.js'
 
 t.test('unparseable JSON answers HTTP 400 with -32700 and id null', async t => {
   const app = await build(t)
@@ -173,6 +177,97 @@ t.test('an unexpected failure is a generic -32603 and its detail is not sent', a
   t.equal(res.statusCode, 200)
   t.same(res.json(), { jsonrpc: '2.0', id: 'x', error: { code: -32603, message: 'Internal error' } })
   t.notMatch(res.body, /secret/)
+})
+
+t.test('requests made together are each answered with their own result, in their own turn or a later one', async t => {
+  const app = await build(t)
+  app.a2aMethods.add({ name: 'test/later', summary: 'answers through a promise', handler: async (params) => params })
+  const ids = Array.from({ length: 20 }, (_, i) => `r${i}`)
+  const answers = await Promise.all(ids.map((id, i) => app.inject({
+    method: 'POST',
+    url: '/',
+    payload: i % 2 === 0 ? rpc('test/later', { n: i }, id) : rpc('message/send', { message: userMessage(`m${i}`) }, id)
+  })))
+  answers.forEach((res, i) => {
+    t.equal(res.statusCode, 200, ids[i])
+    const body = res.json()
+    t.equal(body.id, ids[i])
+    if (i % 2 === 0) t.same(body.result, { n: i })
+    else t.match(body.result, { kind: 'task', status: { state: 'completed' }, history: [{ parts: [{ text: `m${i}` }] }] })
+  })
+})
+
+t.test('an answer Fastify cannot send is that request\'s -32603, whether its method answered at once or later', async t => {
+  const { app, logs } = await buildLogged(t)
+  // HTTP 99 is refused by reply.code(): the answer fails on its way out, after the method has run.
+  const odd = () => new JsonRpcError(-32050, 'Odd', undefined, 99)
+  app.a2aMethods.add({ name: 'test/odd-now', summary: 'odd status at once', handler () { throw odd() } })
+  app.a2aMethods.add({ name: 'test/odd-later', summary: 'odd status later', handler: async () => { throw odd() } })
+  for (const method of ['test/odd-now', 'test/odd-later']) {
+    const [res, neighbour] = await Promise.all([
+      app.inject({ method: 'POST', url: '/', payload: rpc(method, undefined, method) }),
+      app.inject({ method: 'POST', url: '/', payload: rpc('status', undefined, 'neighbour') })
+    ])
+    t.equal(res.statusCode, 200, method)
+    t.same(res.json(), { jsonrpc: '2.0', id: method, error: { code: -32603, message: 'Internal error' } }, method)
+    t.match(neighbour.json(), { id: 'neighbour', result: { status: 'ok' } }, `${method}: the answer queued beside it`)
+  }
+  t.equal(logs.lines().filter(line => line.msg === 'json-rpc route failed').length, 2)
+})
+
+/** Resolves once the app holds a task (its executor has started), asking over `ask`. */
+async function untilTaskListed (ask: () => Promise<any>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await ask()).result.tasks.length > 0) return
+    await new Promise(resolve => setTimeout(resolve, 5))
+  }
+  throw new Error('no task was listed')
+}
+
+t.test('an answer sent while the server closes closes its connection, so the close does not wait on it', async t => {
+  const { app, url } = await listen(t, { config: { agent: { name: 'Slow', delay_ms: 300 } } })
+  const post = (body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const pending = post(rpc('message/send', { message: userMessage('finish me') }))
+  await untilTaskListed(() => post(rpc('tasks/list', {})).then(res => res.json()))
+  const closed = app.close()
+  const res = await pending
+  t.equal(res.headers.get('connection'), 'close')
+  t.match(await res.json(), { result: { status: { state: 'completed' } } })
+  await closed
+})
+
+t.test('over HTTP/2 an answer sent while the server closes goes out without a connection header', async t => {
+  // HTTP/2 has no connection header: node drops one that is set, with a warning.
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.message)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  const app = Fastify({ http2: true, logger: false })
+  await app.register(a2a, { config: { agent: { name: 'Slow', delay_ms: 300 } } })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const session = connect(url)
+  t.teardown(() => session.destroy())
+  const post = (body: unknown) => new Promise<{ headers: Record<string, unknown>, body: any }>((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': '/', 'content-type': 'application/json' })
+    let headers: Record<string, unknown> = {}
+    let text = ''
+    req.on('response', h => { headers = h })
+    req.on('data', chunk => { text += String(chunk) })
+    req.on('end', () => resolve({ headers, body: JSON.parse(text) }))
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
+  const pending = post(rpc('message/send', { message: userMessage('finish me') }))
+  await untilTaskListed(() => post(rpc('tasks/list', {})).then(res => res.body))
+  const closed = app.close()
+  const res = await pending
+  t.equal(res.headers[':status'], 200)
+  t.equal(res.headers.connection, undefined)
+  t.match(res.body, { result: { status: { state: 'completed' } } })
+  session.close()
+  await closed
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(warnings, [])
 })
 
 t.test('the route answers only POST; the host\'s 404 handles the rest', async t => {
