@@ -43,6 +43,8 @@ interface Run {
   readonly queue: Message[]
   readonly principal: Principal
   done: Promise<void>
+  /** Set once the run's loop has returned, by its last step. */
+  ended: boolean
 }
 
 type Mutation = (task: Task, record: StoredTask) => Task | null
@@ -162,9 +164,12 @@ export class TaskService {
       existing.queue.push(message)
       return
     }
-    const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve() }
-    this.#running.set(record.task.id, run)
+    const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve(), ended: false }
     run.done = this.#loop(record.task.id, run)
+    // A run that ended before its loop returned (an executor that answered at once, over a store in this process)
+    // could not be seen, queued behind or canceled by anyone: it is not registered. A Map in the old generation gets
+    // its new tables there, and one entry set and deleted per task cost two such tables.
+    if (!run.ended) this.#running.set(record.task.id, run)
   }
 
   /**
@@ -426,7 +431,8 @@ export class TaskService {
       /* c8 ignore next 2 -- a store failure mid-run: the task cannot be written, so log it and let it go */
       this.#log.error({ err, taskId }, 'task run failed')
     } finally {
-      this.#running.delete(taskId)
+      run.ended = true
+      if (this.#running.get(taskId) === run) this.#running.delete(taskId)
       if (this.#leases !== undefined) {
         await this.#leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
       }
