@@ -19,7 +19,6 @@ export interface JsonRpcRoutesOptions {
   auth: AuthPluginOptions
 }
 
-/** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
 /** A request's outcome, waiting in the outbox. */
 interface Answer {
   request: FastifyRequest
@@ -28,6 +27,7 @@ interface Answer {
   outcome: Outcome
 }
 
+/** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
 const JSON_TYPE = /^application\/(?:[\w!#$&^.-]+\+)?json(?:\s*;|$)/i
 
 const parseError = (data: string) => new JsonRpcError(RpcCode.parseError, 'Parse error', data, 400)
