@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import a2a from '../../index.js'
 import { JsonRpcError } from '../../services/errors.js'
-import { build, buildLogged, call, listen, rpc, userMessage } from '../helper.js'
+import { build, buildLogged, call, listen, rpc, until, userMessage } from '../helper.js'
 
 t.test('unparseable JSON answers HTTP 400 with -32700 and id null', async t => {
   const app = await build(t)
@@ -215,20 +215,12 @@ t.test('an answer Fastify cannot send is that request\'s -32603, whether its met
   t.equal(logs.lines().filter(line => line.msg === 'json-rpc route failed').length, 2)
 })
 
-/** Resolves once the app holds a task (its executor has started), asking over `ask`. */
-async function untilTaskListed (ask: () => Promise<any>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if ((await ask()).result.tasks.length > 0) return
-    await new Promise(resolve => setTimeout(resolve, 5))
-  }
-  throw new Error('no task was listed')
-}
-
 t.test('an answer sent while the server closes closes its connection, so the close does not wait on it', async t => {
   const { app, url } = await listen(t, { config: { agent: { name: 'Slow', delay_ms: 300 } } })
   const post = (body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   const pending = post(rpc('message/send', { message: userMessage('finish me') }))
-  await untilTaskListed(() => post(rpc('tasks/list', {})).then(res => res.json()))
+  // The task is running once tasks/list shows it.
+  await until(async () => ((await (await post(rpc('tasks/list', {}))).json()) as any).result.tasks.length > 0, 100)
   const closed = app.close()
   const res = await pending
   t.equal(res.headers.get('connection'), 'close')
@@ -258,7 +250,7 @@ t.test('over HTTP/2 an answer sent while the server closes goes out without a co
     req.end(JSON.stringify(body))
   })
   const pending = post(rpc('message/send', { message: userMessage('finish me') }))
-  await untilTaskListed(() => post(rpc('tasks/list', {})).then(res => res.body))
+  await until(async () => (await post(rpc('tasks/list', {}))).body.result.tasks.length > 0, 100)
   const closed = app.close()
   const res = await pending
   t.equal(res.headers[':status'], 200)
