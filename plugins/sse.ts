@@ -42,9 +42,12 @@ const noop = (): void => {}
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
-  'x-accel-buffering': 'no',
-  connection: 'keep-alive'
+  'x-accel-buffering': 'no'
 }
+/** HTTP/1 only: HTTP/2 has no connection header (node drops one that is set, with a process warning). */
+const KEEP_ALIVE_HEADERS = { ...SSE_HEADERS, connection: 'keep-alive' }
+/** Once the server is closing, a stream ends with its connection: the close does not wait on an idle socket. */
+const CLOSE_HEADERS = { ...SSE_HEADERS, connection: 'close' }
 
 const KEEP_ALIVE = ': keep-alive\n\n'
 /** How often idle streams are looked for: a keep-alive goes out at most this late. */
@@ -74,6 +77,8 @@ export class StreamHub {
   readonly #heartbeatMs: number
   readonly #maxQueued: number
   #timer: NodeJS.Timeout | undefined
+  /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
+  #ending = false
 
   constructor (opts: SsePluginOptions) {
     this.#maxStreams = opts.maxStreams
@@ -107,7 +112,7 @@ export class StreamHub {
     const res = reply.raw
     const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now(), corked: false }
     this.#cork(stream)
-    res.writeHead(200, SSE_HEADERS)
+    res.writeHead(200, this.#headers(reply))
     res.flushHeaders()
     this.#streams.add(stream)
     this.#ensureTimer()
@@ -120,21 +125,32 @@ export class StreamHub {
       queued: () => res.writableLength,
       abort: () => this.#cut(stream)
     })
+    // Opened after the shutdown ended the others (its request was in flight then): nobody would end it later.
+    if (this.#ending) this.#finish(stream)
   }
 
   /** A stream of one JSON-RPC error event (bad params, unknown task), then the end (CONTRACT.md §7). */
   error (reply: FastifyReply, response: JsonRpcFailure): void {
     reply.hijack()
-    reply.raw.writeHead(200, SSE_HEADERS)
+    reply.raw.writeHead(200, this.#headers(reply))
     reply.raw.end(`data: ${JSON.stringify(response)}\n\n`)
   }
 
-  /** Sends every open stream its current snapshot and ends it (shutdown). */
+  /** Sends every open stream its current snapshot and ends it (shutdown); streams opened later end at once. */
   endAll (): void {
-    for (const stream of [...this.#streams]) {
-      this.#write(stream, stream.prefix + stream.source.snapshot() + '}\n\n')
-      this.#end(stream)
-    }
+    this.#ending = true
+    for (const stream of [...this.#streams]) this.#finish(stream)
+  }
+
+  #headers (reply: FastifyReply): Record<string, string> {
+    if (reply.request.raw.httpVersionMajor === 2) return SSE_HEADERS
+    return this.#ending ? CLOSE_HEADERS : KEEP_ALIVE_HEADERS
+  }
+
+  /** The stream's current snapshot, then its end. */
+  #finish (stream: OpenStream): void {
+    this.#write(stream, stream.prefix + stream.source.snapshot() + '}\n\n')
+    this.#end(stream)
   }
 
   close (): void {

@@ -1,5 +1,6 @@
+import { connect as connectHttp2 } from 'node:http2'
 import { connect } from 'node:net'
-import Fastify from 'fastify'
+import Fastify, { type FastifyReply } from 'fastify'
 import t from 'tap'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
 import { parseSse, until } from '../helper.js'
@@ -52,6 +53,7 @@ t.test('the plugin writes each result as one data event carrying the request id,
   t.equal(res.headers.get('content-type'), 'text/event-stream')
   t.equal(res.headers.get('cache-control'), 'no-cache')
   t.equal(res.headers.get('x-accel-buffering'), 'no')
+  t.equal(res.headers.get('connection'), 'keep-alive')
   const raw = await res.text()
   t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"n":1}}\n\ndata: {"jsonrpc":"2.0","id":"id-1","result":{"n":2}}\n\n')
   t.same(parseSse(raw).events.map(e => e.result.n), [1, 2])
@@ -133,4 +135,93 @@ t.test('on close, streams get the snapshot after beforeShutdown and end', async 
   const raw = await (await pending).text()
   t.same(order, ['drain'])
   t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"snapshot":true}}\n\n')
+})
+
+t.test('a stream opened after the shutdown ended the others gets its snapshot at once and closes its connection', async t => {
+  const fastify = Fastify({ logger: false })
+  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
+  let arrived = false
+  let open: () => void = () => {}
+  const gate = new Promise<void>(resolve => { open = resolve })
+  // The request is in flight when the server starts to close; its stream opens only afterwards.
+  fastify.post('/late', async function (_request, reply) {
+    arrived = true
+    await gate
+    this.a2aStreams.open(reply, 'late', manualSource().source)
+    return reply
+  })
+  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const pending = fetch(url + '/late', { method: 'POST' })
+  await until(() => arrived)
+  const closed = fastify.close()
+  // preClose has ended the open streams (none) by the time the hub refuses new ones.
+  await until(() => fastify.a2aStreams.size === 0 && (fastify as unknown as { server: { listening: boolean } }).server.listening === false)
+  open()
+  const res = await pending
+  t.equal(res.headers.get('connection'), 'close')
+  t.equal(await res.text(), 'data: {"jsonrpc":"2.0","id":"late","result":{"snapshot":true}}\n\n')
+  t.equal(fastify.a2aStreams.size, 0)
+  await closed
+})
+
+t.test('an error stream sent while the server closes closes its connection', async t => {
+  const fastify = Fastify({ logger: false })
+  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
+  let arrived = false
+  let open: () => void = () => {}
+  const gate = new Promise<void>(resolve => { open = resolve })
+  fastify.post('/late-error', async function (_request, reply) {
+    arrived = true
+    await gate
+    this.a2aStreams.error(reply, { jsonrpc: '2.0', id: 4, error: { code: -32001, message: 'Task not found' } })
+    return reply
+  })
+  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const pending = fetch(url + '/late-error', { method: 'POST' })
+  await until(() => arrived)
+  const closed = fastify.close()
+  await until(() => (fastify as unknown as { server: { listening: boolean } }).server.listening === false)
+  open()
+  const res = await pending
+  t.equal(res.headers.get('connection'), 'close')
+  t.equal(await res.text(), 'data: {"jsonrpc":"2.0","id":4,"error":{"code":-32001,"message":"Task not found"}}\n\n')
+  await closed
+})
+
+t.test('over HTTP/2 a stream goes out without a connection header, and node has nothing to warn about', async t => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.message)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  const fastify = Fastify({ http2: true, logger: false })
+  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
+  fastify.post('/stream', async function (_request, reply) {
+    const s = manualSource()
+    // The hub is typed for HTTP/1 replies; over HTTP/2 it uses only what both kinds share.
+    this.a2aStreams.open(reply as unknown as FastifyReply, 'h2', s.source)
+    s.write('{"n":1}')
+    s.end()
+    return reply
+  })
+  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const session = connectHttp2(url)
+  t.teardown(() => session.destroy())
+  const { headers, text } = await new Promise<{ headers: Record<string, unknown>, text: string }>((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': '/stream' })
+    let headers: Record<string, unknown> = {}
+    let text = ''
+    req.on('response', h => { headers = h })
+    req.on('data', chunk => { text += String(chunk) })
+    req.on('end', () => resolve({ headers, text }))
+    req.on('error', reject)
+    req.end()
+  })
+  t.equal(headers[':status'], 200)
+  t.equal(headers['content-type'], 'text/event-stream')
+  t.equal(headers.connection, undefined)
+  t.equal(text, 'data: {"jsonrpc":"2.0","id":"h2","result":{"n":1}}\n\n')
+  session.close()
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(warnings, [])
 })
