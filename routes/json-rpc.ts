@@ -63,18 +63,12 @@ function frameworkError (err: FastifyError): JsonRpcError {
   }
 }
 
-async function errorHandler (this: unknown, err: FastifyError | JsonRpcError, request: FastifyRequest, reply: FastifyReply) {
-  let rpc: JsonRpcError
-  if (err instanceof JsonRpcError) {
-    rpc = err
-  } else if (typeof err.statusCode === 'number' && err.statusCode < 500) {
-    rpc = frameworkError(err)
-  } else {
-    request.log.error({ err }, 'json-rpc route failed')
-    rpc = new JsonRpcError(RpcCode.internalError, 'Internal error')
-  }
-  const id = (err as Partial<IdentifiedError>).id ?? null
-  return send(reply, failure(id, rpc), rpc)
+/** The JSON-RPC error a failure of this route context answers with (its id, when it is known, is on the error). */
+function routeError (err: FastifyError | JsonRpcError, request: FastifyRequest): JsonRpcError {
+  if (err instanceof JsonRpcError) return err
+  if (typeof err.statusCode === 'number' && err.statusCode < 500) return frameworkError(err)
+  request.log.error({ err }, 'json-rpc route failed')
+  return new JsonRpcError(RpcCode.internalError, 'Internal error')
 }
 
 /**
@@ -88,22 +82,36 @@ function observe (reply: FastifyReply, code: number): void {
   metrics.rpc(typeof method === 'string' ? method : undefined, code, reply.elapsedTime / 1000)
 }
 
-function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
-  if (err !== undefined && err.httpStatus !== 200) {
-    reply.code(err.httpStatus)
-    if (err.headers !== undefined) reply.headers(err.headers)
-  }
-  // Counted once its status is set: an answer refused there is counted as the error it then becomes.
-  observe(reply, err?.code ?? 0)
-  // An object body gets Fastify's `application/json; charset=utf-8`; setting it here would only be parsed again.
-  return reply.send(body)
-}
-
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
 const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, parseJson)
-  fastify.setErrorHandler(errorHandler)
+
+  // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
+  // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
+  let closing = false
+  fastify.addHook('preClose', function (done) {
+    closing = true
+    done()
+  })
+
+  /** Every answer of this context, result or error, goes out through here. */
+  function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
+    if (err !== undefined && err.httpStatus !== 200) {
+      reply.code(err.httpStatus)
+      if (err.headers !== undefined) reply.headers(err.headers)
+    }
+    if (closing && reply.request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
+    // Counted once its status is set: an answer refused there is counted as the error it then becomes.
+    observe(reply, err?.code ?? 0)
+    // An object body gets Fastify's `application/json; charset=utf-8`; setting it here would only be parsed again.
+    return reply.send(body)
+  }
+
+  fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {
+    const rpc = routeError(err, request)
+    return send(reply, failure((err as Partial<IdentifiedError>).id ?? null, rpc), rpc)
+  })
   // Auth lives in this context only: the card, /health and /ready stay public, and host routes are untouched.
   await fastify.register(authPlugin, opts.auth)
   fastify.addHook('onRequest', fastify.a2aAuthenticate)
@@ -159,18 +167,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     return reply
   }
 
-  // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
-  // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
-  let closing = false
-  fastify.addHook('preClose', function (done) {
-    closing = true
-    done()
-  })
-
   /** Sends what a request came to, with its audit line. */
   function answer ({ request, reply, method, outcome: { response, error } }: Answer): void {
     audited(request, method, error)
-    if (closing && request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
     send(reply, response, error)
   }
 

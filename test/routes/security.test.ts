@@ -304,3 +304,20 @@ t.test('with Redis configured, the open-stream limit per principal holds across 
   t.equal(b.app.a2aStreams.size, 1, 'once A\'s stream is gone, B may open one')
   again.abort()
 })
+
+t.test('a refusal answered while the server closes closes its connection, so the close does not wait on it', async t => {
+  const idp = await stubIdp(t)
+  idp.mode('slow')
+  const { app, url } = await listen(t, { config: secured({}, idp.endpoint) })
+  // The refusal comes from the authentication hook, not from a method: the route's error handler sends it.
+  const pending = fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer tok-slow' }, body: JSON.stringify(rpc('status', undefined, 'slow')) })
+  await until(() => idp.calls() === 1)
+  const closed = app.close()
+  // Past the close of the idle sockets: the introspection times out (0.3 s) only after it.
+  await until(() => !app.server.listening)
+  const res = await pending
+  t.equal(res.status, 503)
+  t.equal(res.headers.get('connection'), 'close')
+  t.match(await res.json(), { id: null, error: { code: -32013 } })
+  await closed
+})
