@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import type { ClientHttp2Session } from 'node:http2'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
@@ -90,6 +91,29 @@ export async function until (check: () => boolean | Promise<boolean>, attempts =
     await new Promise(resolve => setTimeout(resolve, 10))
   }
   throw new Error('condition not reached')
+}
+
+/** Process warnings emitted while the test runs (node warns, for one, when it drops an HTTP/2 connection header). */
+export function processWarnings (t: Teardown): string[] {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.message)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  return warnings
+}
+
+/** One POST over an HTTP/2 session: the response headers and the body as text. */
+export function h2Post (session: ClientHttp2Session, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ headers: Record<string, unknown>, text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': path, ...headers })
+    let got: Record<string, unknown> = {}
+    let text = ''
+    req.on('response', h => { got = h })
+    req.on('data', chunk => { text += String(chunk) })
+    req.on('end', () => resolve({ headers: got, text }))
+    req.on('error', reject)
+    req.end(body)
+  })
 }
 
 export interface Received {

@@ -1,9 +1,9 @@
 import { connect as connectHttp2 } from 'node:http2'
 import { connect } from 'node:net'
-import Fastify, { type FastifyReply } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import t from 'tap'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
-import { parseSse, until } from '../helper.js'
+import { h2Post, parseSse, processWarnings, until } from '../helper.js'
 
 /** A hand-driven source: the test writes and ends it. */
 function manualSource () {
@@ -137,27 +137,34 @@ t.test('on close, streams get the snapshot after beforeShutdown and end', async 
   t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"snapshot":true}}\n\n')
 })
 
-t.test('a stream opened after the shutdown ended the others gets its snapshot at once and closes its connection', async t => {
+/**
+ * A server whose one route waits, once its request has arrived, until the test opens the gate, then answers through
+ * the hub with `answer`: the request is in flight when the test starts the close, and answered after it.
+ */
+async function lateAnswer (answer: (hub: FastifyInstance['a2aStreams'], reply: FastifyReply) => void) {
   const fastify = Fastify({ logger: false })
   await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
   let arrived = false
   let open: () => void = () => {}
   const gate = new Promise<void>(resolve => { open = resolve })
-  // The request is in flight when the server starts to close; its stream opens only afterwards.
   fastify.post('/late', async function (_request, reply) {
     arrived = true
     await gate
-    this.a2aStreams.open(reply, 'late', manualSource().source)
+    answer(this.a2aStreams, reply)
     return reply
   })
   const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
   const pending = fetch(url + '/late', { method: 'POST' })
   await until(() => arrived)
   const closed = fastify.close()
-  // preClose has ended the open streams (none) by the time the hub refuses new ones.
-  await until(() => fastify.a2aStreams.size === 0 && (fastify as unknown as { server: { listening: boolean } }).server.listening === false)
+  // Past preClose, which ends the open streams, and past the close of the idle sockets.
+  await until(() => !fastify.server.listening)
   open()
-  const res = await pending
+  return { fastify, res: await pending, closed }
+}
+
+t.test('a stream opened after the shutdown ended the others gets its snapshot at once and closes its connection', async t => {
+  const { fastify, res, closed } = await lateAnswer((hub, reply) => hub.open(reply, 'late', manualSource().source))
   t.equal(res.headers.get('connection'), 'close')
   t.equal(await res.text(), 'data: {"jsonrpc":"2.0","id":"late","result":{"snapshot":true}}\n\n')
   t.equal(fastify.a2aStreams.size, 0)
@@ -165,34 +172,15 @@ t.test('a stream opened after the shutdown ended the others gets its snapshot at
 })
 
 t.test('an error stream sent while the server closes closes its connection', async t => {
-  const fastify = Fastify({ logger: false })
-  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
-  let arrived = false
-  let open: () => void = () => {}
-  const gate = new Promise<void>(resolve => { open = resolve })
-  fastify.post('/late-error', async function (_request, reply) {
-    arrived = true
-    await gate
-    this.a2aStreams.error(reply, { jsonrpc: '2.0', id: 4, error: { code: -32001, message: 'Task not found' } })
-    return reply
-  })
-  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
-  const pending = fetch(url + '/late-error', { method: 'POST' })
-  await until(() => arrived)
-  const closed = fastify.close()
-  await until(() => (fastify as unknown as { server: { listening: boolean } }).server.listening === false)
-  open()
-  const res = await pending
+  const { res, closed } = await lateAnswer((hub, reply) =>
+    hub.error(reply, { jsonrpc: '2.0', id: 4, error: { code: -32001, message: 'Task not found' } }))
   t.equal(res.headers.get('connection'), 'close')
   t.equal(await res.text(), 'data: {"jsonrpc":"2.0","id":4,"error":{"code":-32001,"message":"Task not found"}}\n\n')
   await closed
 })
 
 t.test('over HTTP/2 a stream goes out without a connection header, and node has nothing to warn about', async t => {
-  const warnings: string[] = []
-  const onWarning = (warning: Error) => warnings.push(warning.message)
-  process.on('warning', onWarning)
-  t.teardown(() => process.off('warning', onWarning))
+  const warnings = processWarnings(t)
   const fastify = Fastify({ http2: true, logger: false })
   await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
   fastify.post('/stream', async function (_request, reply) {
@@ -207,16 +195,7 @@ t.test('over HTTP/2 a stream goes out without a connection header, and node has 
   t.teardown(() => fastify.close())
   const session = connectHttp2(url)
   t.teardown(() => session.destroy())
-  const { headers, text } = await new Promise<{ headers: Record<string, unknown>, text: string }>((resolve, reject) => {
-    const req = session.request({ ':method': 'POST', ':path': '/stream' })
-    let headers: Record<string, unknown> = {}
-    let text = ''
-    req.on('response', h => { headers = h })
-    req.on('data', chunk => { text += String(chunk) })
-    req.on('end', () => resolve({ headers, text }))
-    req.on('error', reject)
-    req.end()
-  })
+  const { headers, text } = await h2Post(session, '/stream')
   t.equal(headers[':status'], 200)
   t.equal(headers['content-type'], 'text/event-stream')
   t.equal(headers.connection, undefined)

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import a2a from '../../index.js'
 import { JsonRpcError } from '../../services/errors.js'
-import { build, buildLogged, call, listen, rpc, until, userMessage } from '../helper.js'
+import { build, buildLogged, call, h2Post, listen, processWarnings, rpc, until, userMessage } from '../helper.js'
 
 t.test('unparseable JSON answers HTTP 400 with -32700 and id null', async t => {
   const app = await build(t)
@@ -230,25 +230,16 @@ t.test('an answer sent while the server closes closes its connection, so the clo
 
 t.test('over HTTP/2 an answer sent while the server closes goes out without a connection header', async t => {
   // HTTP/2 has no connection header: node drops one that is set, with a warning.
-  const warnings: string[] = []
-  const onWarning = (warning: Error) => warnings.push(warning.message)
-  process.on('warning', onWarning)
-  t.teardown(() => process.off('warning', onWarning))
+  const warnings = processWarnings(t)
   const app = Fastify({ http2: true, logger: false })
   await app.register(a2a, { config: { agent: { name: 'Slow', delay_ms: 300 } } })
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const session = connect(url)
   t.teardown(() => session.destroy())
-  const post = (body: unknown) => new Promise<{ headers: Record<string, unknown>, body: any }>((resolve, reject) => {
-    const req = session.request({ ':method': 'POST', ':path': '/', 'content-type': 'application/json' })
-    let headers: Record<string, unknown> = {}
-    let text = ''
-    req.on('response', h => { headers = h })
-    req.on('data', chunk => { text += String(chunk) })
-    req.on('end', () => resolve({ headers, body: JSON.parse(text) }))
-    req.on('error', reject)
-    req.end(JSON.stringify(body))
-  })
+  const post = async (body: unknown) => {
+    const { headers, text } = await h2Post(session, '/', { 'content-type': 'application/json' }, JSON.stringify(body))
+    return { headers, body: JSON.parse(text) }
+  }
   const pending = post(rpc('message/send', { message: userMessage('finish me') }))
   await until(async () => (await post(rpc('tasks/list', {}))).body.result.tasks.length > 0, 100)
   const closed = app.close()
