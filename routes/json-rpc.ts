@@ -95,7 +95,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     done()
   })
 
-  /** Every answer of this context, result or error, goes out through here. */
+  /** Every JSON answer of this context, result or error, goes out through here (streams go through the hub). */
   function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
     if (err !== undefined && err.httpStatus !== 200) {
       reply.code(err.httpStatus)
