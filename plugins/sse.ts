@@ -64,6 +64,11 @@ interface OpenStream {
   corked: boolean
 }
 
+/** The client has gone: the HTTP/1 response or the HTTP/2 stream under it is destroyed. */
+function gone (res: ServerResponse): boolean {
+  return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true
+}
+
 function uncork (stream: OpenStream): void {
   stream.corked = false
   stream.res.uncork()
@@ -77,6 +82,8 @@ export class StreamHub {
   readonly #heartbeatMs: number
   readonly #maxQueued: number
   #timer: NodeJS.Timeout | undefined
+  /** Slots of `server.max_streams` taken: open streams and those whose request is still being served. */
+  #taken = 0
   /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
   #ending = false
 
@@ -91,8 +98,20 @@ export class StreamHub {
     return this.#streams.size
   }
 
-  get full (): boolean {
-    return this.#streams.size >= this.#maxStreams
+  /**
+   * Takes one of this instance's `server.max_streams` slots, at once: the function that gives it back, or null when
+   * all are taken. Taken before anything is awaited, so that concurrent requests cannot all pass one check and
+   * open more streams than the cap.
+   */
+  take (): (() => void) | null {
+    if (this.#taken >= this.#maxStreams) return null
+    this.#taken++
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.#taken--
+    }
   }
 
   /**
@@ -110,6 +129,13 @@ export class StreamHub {
   open (reply: FastifyReply, id: JsonRpcId, source: EventSource, release: () => void = noop): void {
     reply.hijack()
     const res = reply.raw
+    // The client left while the stream was being prepared (Redis I/O, say): its `close` has fired already and would
+    // never reach a listener added now. Nothing is written; the slots and the subscription are given back at once.
+    if (gone(res)) {
+      release()
+      source.close()
+      return
+    }
     const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now(), corked: false }
     this.#cork(stream)
     res.writeHead(200, this.#headers(reply))
@@ -160,6 +186,11 @@ export class StreamHub {
 
   #write (stream: OpenStream, chunk: string): boolean {
     if (!this.#streams.has(stream)) return false
+    // A socket destroyed before its `close` event is delivered: end the stream now rather than hold for a drain.
+    if (gone(stream.res)) {
+      this.#drop(stream)
+      return false
+    }
     // Small events wait for the end of the tick and leave together; a large one goes out at once, after what waits.
     if (chunk.length < stream.res.writableHighWaterMark) this.#cork(stream)
     else if (stream.corked) uncork(stream)

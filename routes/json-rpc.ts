@@ -144,17 +144,22 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     const principal = request.a2aPrincipal as Principal
     const tooMany = (data: string) =>
       Object.assign(new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' }), { id: req.id })
-    if (streams.full) throw tooMany('server.max_streams reached')
-    let release: (() => void) | null = null
+    const local = streams.take()
+    if (local === null) throw tooMany('server.max_streams reached')
+    let ownSlot: (() => void) | null = null
+    const release = () => {
+      local()
+      ownSlot?.()
+    }
     let source: EventSource
     try {
       resolveMethod(registry, req, principal)
-      release = await streams.reserve(principal.id)
-      if (release === null) throw tooMany('too many open streams for this principal')
+      ownSlot = await streams.reserve(principal.id)
+      if (ownSlot === null) throw tooMany('too many open streams for this principal')
       audited(request, req.method)
       source = await method.handler(req.params, { principal, log: request.log, id: req.id }) as EventSource
     } catch (err) {
-      release?.()
+      release()
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
       if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })

@@ -27,10 +27,15 @@ async function app (t: { teardown (fn: () => unknown): void }, opts: Partial<Par
   const fastify = Fastify({ logger: false })
   const sources: Array<ReturnType<typeof manualSource>> = []
   await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000, ...opts })
-  fastify.post('/stream', async function (_request, reply) {
+  fastify.post('/stream', async function (request, reply) {
+    const slot = this.a2aStreams.take()
+    if (slot === null) return reply.code(429).send()
     const s = manualSource()
     sources.push(s)
-    this.a2aStreams.open(reply, 'id-1', s.source)
+    // `?wait=N`: the stream opens N ms late, as one does after Redis I/O.
+    const wait = Number((request.query as { wait?: string }).wait ?? 0)
+    if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
+    this.a2aStreams.open(reply, 'id-1', s.source, slot)
     return reply
   })
   fastify.post('/error', async function (_request, reply) {
@@ -115,15 +120,58 @@ t.test('a client that stops reading is cut off once its queue passes the limit, 
   t.equal(sources[0].write(big), false, 'nothing more is written to it')
 })
 
-t.test('full says when max streams are open', async t => {
+t.test('take hands out at most max streams slots, each given back once, by the stream\'s end', async t => {
   const { fastify, url, sources } = await app(t, { maxStreams: 1 })
-  t.equal(fastify.a2aStreams.full, false)
   const pending = fetch(url + '/stream', { method: 'POST' })
   await until(() => sources.length === 1)
-  t.equal(fastify.a2aStreams.full, true)
+  t.equal(fastify.a2aStreams.take(), null, 'the open stream holds the only slot')
+  t.equal((await fetch(url + '/stream', { method: 'POST' })).status, 429)
   sources[0].end()
   await (await pending).text()
-  t.equal(fastify.a2aStreams.full, false)
+  const slot = fastify.a2aStreams.take()
+  t.type(slot, 'function', 'the ended stream gave its slot back')
+  slot?.()
+  slot?.()
+  const again = fastify.a2aStreams.take()
+  t.type(again, 'function')
+  t.equal(fastify.a2aStreams.take(), null, 'a release called twice gave back one slot')
+})
+
+t.test('a client that resets its socket before the stream opens frees its slot and closes its source', async t => {
+  const { fastify, url, sources } = await app(t, { maxStreams: 2 })
+  const { port } = new URL(url)
+  for (let i = 0; i < 6; i++) {
+    const socket = connect(Number(port), '127.0.0.1')
+    await new Promise(resolve => socket.once('connect', resolve))
+    socket.write('POST /stream?wait=30 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+    await until(() => sources.length === i + 1)
+    socket.resetAndDestroy()
+    // More resets than slots: each must have given its slot back for the next request to get one.
+    await until(() => sources[i].closed() === 1)
+  }
+  t.equal(fastify.a2aStreams.size, 0, 'no ghost stream is left open')
+  const slots = [fastify.a2aStreams.take(), fastify.a2aStreams.take()]
+  t.ok(slots.every(s => typeof s === 'function'), 'both slots are free again')
+  for (const slot of slots) slot?.()
+})
+
+t.test('a write to a response destroyed before its close event ends the stream at once', async t => {
+  const fastify = Fastify({ logger: false })
+  await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
+  const seen: Array<{ write: boolean, size: number, closed: number }> = []
+  fastify.post('/stream', async function (_request, reply) {
+    const s = manualSource()
+    this.a2aStreams.open(reply, 'id-1', s.source)
+    // Destroyed in this tick: the close event that would drop the stream has not been delivered yet.
+    reply.raw.destroy()
+    seen.push({ write: s.write('{"n":1}'), size: this.a2aStreams.size, closed: s.closed() })
+    return reply
+  })
+  const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  await fetch(url + '/stream', { method: 'POST' }).catch(() => {})
+  await until(() => seen.length === 1)
+  t.same(seen[0], { write: false, size: 0, closed: 1 }, 'the write is refused and the stream is gone, in the same tick')
 })
 
 t.test('on close, streams get the snapshot after beforeShutdown and end', async t => {

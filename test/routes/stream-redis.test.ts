@@ -1,0 +1,80 @@
+import { connect } from 'node:net'
+import t from 'tap'
+import { listen, postStream, redisDb, rpc, until, userMessage } from '../helper.js'
+
+// This file owns Redis db 2.
+const DB = 2
+const API_KEY = 'key-stream-redis-0123'
+
+/** Opens a message/stream on a raw socket and resets it `afterMs` after the body is written. */
+async function abandon (url: string, afterMs: number, headers: Record<string, string>): Promise<void> {
+  const { port } = new URL(url)
+  const body = JSON.stringify(rpc('message/stream', { message: userMessage('x') }))
+  const socket = connect(Number(port), '127.0.0.1')
+  socket.on('error', () => {})
+  await new Promise(resolve => socket.once('connect', resolve))
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  socket.write(`POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  if (afterMs > 0) await new Promise(resolve => setTimeout(resolve, afterMs))
+  socket.resetAndDestroy()
+}
+
+for (const secured of [false, true]) {
+  t.test(`on Redis${secured ? ' with security on' : ''}, streams whose clients reset at once free every slot (no ghost streams)`, async t => {
+    const redis = await redisDb(t, DB)
+    const { app, url } = await listen(t, {
+      config: {
+        services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
+        tasks: { backend: 'kvcache' },
+        push_notifications: { backend: 'kvcache' },
+        agent: { name: 'Slow', delay_ms: 300 },
+        server: { max_streams: 20, shutdown_timeout: 0.5 },
+        security: secured
+          ? { enabled: true, auth: { api_key: { keys: [{ key: API_KEY, scopes: ['api:read'], id: 'resetter' }] } }, rate_limit: { requests_per_minute: 10_000, burst: 10_000, max_streams_per_principal: 1000 } }
+          : { enabled: false }
+      }
+    })
+    const headers: Record<string, string> = secured ? { 'x-api-key': API_KEY } : {}
+    await Promise.all(Array.from({ length: 60 }, (_, i) => abandon(url, i % 3, headers)))
+    // Every task that was made finishes; then nothing may hold a stream.
+    await until(async () => app.a2aTasks.running === 0 && app.a2aStreams.size === 0)
+    t.equal(app.a2aStreams.size, 0, 'no stream is left open')
+    if (secured) {
+      await until(async () => await redis.zcard('a2a:rate:streams:resetter') === 0)
+      t.equal(await redis.zcard('a2a:rate:streams:resetter'), 0, 'no stream slot of the principal is held in Redis')
+    }
+    // Requests still in their auth or Redis steps hold a slot until they find their client gone.
+    await until(() => {
+      const slots = Array.from({ length: 20 }, () => app.a2aStreams.take())
+      for (const slot of slots) slot?.()
+      return slots.every(s => s !== null)
+    })
+    t.pass('all 20 server.max_streams slots are free')
+    const res = await postStream(url, rpc('message/stream', { message: userMessage('after') }), headers)
+    t.equal(res.status, 200)
+    t.equal(res.events.at(-1).result.status.state, 'completed', 'a new stream is served to its end')
+  })
+}
+
+t.test('concurrent streams never pass server.max_streams, on Redis', async t => {
+  await redisDb(t, DB)
+  const { app, url } = await listen(t, {
+    config: {
+      services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
+      tasks: { backend: 'kvcache' },
+      push_notifications: { backend: 'kvcache' },
+      agent: { name: 'Slow', delay_ms: 400 },
+      server: { max_streams: 20, shutdown_timeout: 0.5 }
+    }
+  })
+  let peak = 0
+  const watch = setInterval(() => { peak = Math.max(peak, app.a2aStreams.size) }, 1)
+  const statuses = await Promise.all(Array.from({ length: 40 }, async () => {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/stream', { message: userMessage('x') })) })
+    await res.text()
+    return res.status
+  }))
+  clearInterval(watch)
+  t.equal(statuses.filter(s => s === 200 || s === 429).length, 40, 'each stream is served or refused with 429')
+  t.ok(peak <= 20, `never more than 20 open (peak ${peak})`)
+})
