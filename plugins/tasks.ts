@@ -42,7 +42,14 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     const client = fastify.a2aRedis
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
     if (client === null) throw new InvalidPluginOptions('tasks.backend: kvcache needs a services entry with type: cache')
-    store = new RedisTaskStore(client, { keyPrefix: settings.key_prefix, ttlSeconds: settings.ttl })
+    const push = config.push_notifications
+    store = new RedisTaskStore(client, {
+      keyPrefix: settings.key_prefix,
+      ttlSeconds: settings.ttl,
+      leaseTtlMs: settings.lease_ttl * 1000,
+      // Push configs in Redis too: a state change and the record that its webhooks are due land in one script.
+      pushKeyPrefix: push.enabled && push.backend === 'kvcache' ? push.key_prefix : undefined
+    })
     bus = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })
   } else {
@@ -57,6 +64,8 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     bus,
     leases,
     executor: opts.executor,
+    // A run keeps retrying a write its storage refused for as long as its lease would last unrenewed.
+    storeRetryMs: settings.lease_ttl * 1000,
     log,
     // The registry is decorated after this plugin; it is only read when a task runs.
     toolsFor: principal => {

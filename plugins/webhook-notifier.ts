@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { WebhookNotifier, type NotifierOptions } from '../services/push/notifier.js'
+import { RedisPushOutbox } from '../services/push/outbox.js'
 import { PushService } from '../services/push/service.js'
 import { createUrlPolicy, type UrlPolicy } from '../services/push/url-policy.js'
 
@@ -22,6 +23,16 @@ export interface WebhookNotifierOptions {
   exemptUrl?: (url: URL) => boolean
   /** Told how each delivery attempt ended (metrics). */
   onAttempt?: NotifierOptions['onAttempt']
+}
+
+/**
+ * How long an outbox entry is its writer's before any instance's relay may queue its deliveries: 2 s, or half the
+ * lease TTL when that is shorter. A dead writer's entries are then always older than this by the time its lease has
+ * lapsed (its last renewal came at most a third of the TTL before it died), so the relay takes them in the same round
+ * as the reaper takes the task.
+ */
+function outboxGraceMs (leaseTtlSeconds: number): number {
+  return Math.min(2000, leaseTtlSeconds * 500)
 }
 
 /**
@@ -58,6 +69,11 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     // Instances share tasks, so a delivery must outlive the instance that queued it (CONTRACT.md §10). BullMQ is
     // loaded only then.
     const { DurableDeliveryQueue } = await import('../services/push/durable-queue.js')
+    // Push configs in Redis: the task store records each state change of a task with configs in the outbox, in the
+    // write's own script; every instance relays what a dead writer left there (CONTRACT.md §10).
+    const outbox = settings.enabled && settings.backend === 'kvcache'
+      ? new RedisPushOutbox(redis, { taskKeyPrefix: config.tasks.key_prefix, graceMs: outboxGraceMs(config.tasks.lease_ttl), log: fastify.log.child({ component: 'push-outbox' }) })
+      : undefined
     notifier.useQueue(new DurableDeliveryQueue({
       client: redis,
       prefix: `${settings.key_prefix}bull`,
@@ -67,7 +83,10 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
       concurrency: settings.config.max_in_flight,
       ttlSeconds: config.tasks.ttl,
       log: fastify.log.child({ component: 'webhook-queue' })
-    }))
+    }), outbox)
+    // The relay runs on the reaper's timer, just before it: what a dead instance left unqueued goes out before the
+    // failure the reaper then writes for its tasks, and in version order.
+    if (outbox !== undefined) fastify.a2aTasks.beforeReap(() => notifier.relay())
   }
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))

@@ -57,6 +57,8 @@ export const TaskNotFound = createError('A2A_ERR_TASK_NOT_FOUND', 'Task %s not f
 export const TaskStoreFull = createError('A2A_ERR_TASK_STORE_FULL', 'The task store holds %s unfinished tasks, its limit', 503)
 export const TaskConflict = createError('A2A_ERR_TASK_CONFLICT', 'Task %s was changed concurrently', 409)
 export const StorageUnavailable = createError('A2A_ERR_STORAGE_UNAVAILABLE', 'Storage unavailable: %s', 503)
+/** A task run whose writes the store kept refusing past its retries: the run stops, and its lease lapses. */
+export const RunStorageFailure = createError('A2A_ERR_RUN_STORAGE_FAILURE', 'Task %s could not be written: storage unavailable', 503)
 
 /** HTTP 401 with the challenge of CONTRACT.md §9; `invalid_token` when the caller sent a credential. */
 export function unauthenticated (data: string, credentialSent: boolean): JsonRpcError {

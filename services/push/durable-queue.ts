@@ -48,8 +48,9 @@ const LOCK_MS = 10_000
 /**
  * Webhook deliveries as BullMQ jobs in Redis (CONTRACT.md §10): they survive the death of the instance that queued
  * them, and any instance's worker makes them.
- * - Exactly once per (task, state, config): the job id is derived from the three (the task's version after the
- *   change names the state), and only the instance whose write made the change queues it.
+ * - At least once per (task, state, config), and once while BullMQ remembers the job: the job id is derived from the
+ *   three (the task's version after the change names the state), so the instance whose write made the change and a
+ *   relay re-queueing it from the push outbox (services/push/outbox.ts) add one job between them.
  * - The retry schedule of §8.3 is BullMQ's custom backoff: `retry_delay` × 2^n ± 20%, or a sane `Retry-After`.
  * - In order per (task, config): each job names the one queued before it for the same pair, and waits (without
  *   spending an attempt) until that one has settled.

@@ -8,6 +8,7 @@ import type { StoredTask } from '../tasks/store.js'
 import { presentTask, type Dialect } from '../tasks/states.js'
 import { VERSION } from '../version.js'
 import { signatureHeaders, signingKey } from './signing.js'
+import type { RedisPushOutbox } from './outbox.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 import type { UrlPolicy } from './url-policy.js'
 
@@ -93,6 +94,7 @@ export class WebhookNotifier {
   readonly #waiting: Array<() => void> = []
   readonly #agents: { http: http.Agent, https: https.Agent }
   #queue: DeliveryQueue | undefined
+  #outbox: RedisPushOutbox | undefined
   #inFlight = 0
   #closed = false
 
@@ -122,9 +124,25 @@ export class WebhookNotifier {
     })
   }
 
-  /** Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. */
-  useQueue (queue: DeliveryQueue): void {
+  /**
+   * Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. With an outbox,
+   * each change queued is acknowledged there, and `relay` queues the changes whose writer died before it could.
+   */
+  useQueue (queue: DeliveryQueue, outbox?: RedisPushOutbox): void {
     this.#queue = queue
+    this.#outbox = outbox
+  }
+
+  /**
+   * Queues the deliveries of the outbox entries that waited past their grace period (their writer died, or could
+   * not queue them). Returns how many entries were taken. Run by every instance before its reaper (only once
+   * `useQueue` was given an outbox).
+   */
+  async relay (): Promise<number> {
+    const records = await (this.#outbox as RedisPushOutbox).claim()
+    for (const record of records) this.notify(record, true)
+    if (records.length > 0) this.#log.info({ count: records.length }, 'webhook deliveries recovered from the outbox')
+    return records.length
   }
 
   /** Deliveries started or waiting (for tests and metrics); with a durable queue, those of every instance. */
@@ -133,11 +151,11 @@ export class WebhookNotifier {
   }
 
   /** Queues the task's current state for every config it has. Never throws, never waits. */
-  notify (record: StoredTask): void {
+  notify (record: StoredTask, recovered = false): void {
     if (this.#closed) return
     const { task } = record
     // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
-    if (!this.#taskChains.has(task.id) && this.#opts.store.holds?.(task.id) === false) return
+    if (!recovered && !this.#taskChains.has(task.id) && this.#opts.store.holds?.(task.id) === false) return
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]
@@ -147,7 +165,11 @@ export class WebhookNotifier {
         this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'push configs could not be read')
         return
       }
-      if (configs.length === 0) return
+      // An outbox entry whose configs are gone since has nothing left to deliver.
+      if (configs.length === 0) {
+        if (recovered) await this.#ack(record)
+        return
+      }
       // Snapshots are immutable: the body is the state this change made, serialized only when someone gets it.
       const body = JSON.stringify(presentTask(task, this.#opts.dialect))
       const queue = this.#queue
@@ -157,14 +179,24 @@ export class WebhookNotifier {
         }
         return
       }
-      await queue.add(task.id, record.version, task.status.state, body, configs).catch((err: unknown) => {
+      try {
+        await queue.add(task.id, record.version, task.status.state, body, configs)
+      } catch (err) {
+        // Left in the outbox (kvcache): the relay queues them once Redis takes writes again.
         this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'webhook deliveries could not be queued')
-      })
+        return
+      }
+      await this.#ack(record)
     })
     this.#taskChains.set(task.id, next)
     next.finally(() => {
       if (this.#taskChains.get(task.id) === next) this.#taskChains.delete(task.id)
     })
+  }
+
+  /** The change's deliveries are queued: its outbox entry, if it has one, is done. */
+  async #ack (record: StoredTask): Promise<void> {
+    await this.#outbox?.ack(record.task.id, record.version)
   }
 
   /** Waits for queued deliveries up to `timeoutMs`, then abandons the rest (memory backend: they are lost). */

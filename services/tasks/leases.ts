@@ -10,8 +10,19 @@ import type { Logger } from '../logger.js'
 export interface TaskLeases {
   /** Takes the lease of a task this instance starts running, and keeps renewing it until `release`. */
   acquire (taskId: string): Promise<void>
+  /** Keeps renewing a lease the task store took with the task's insert (see `TaskStore.leasesOnInsert`). */
+  hold (taskId: string): void
   release (taskId: string): Promise<void>
-  /** Claims tasks whose lease expired. Each expired lease is claimed by one caller, across all instances. */
+  /**
+   * Stops renewing a lease without giving it back: it lapses, and an instance's reaper fails the task. For a run that
+   * cannot write its task (storage down past its retries): the task is left for the reaper, never stranded.
+   */
+  abandon (taskId: string): void
+  /**
+   * Claims tasks whose lease expired. Each expired lease is claimed by one caller at a time, across all instances:
+   * the claim is itself a lease, so a claimer that fails to settle the task leaves it to be claimed again. Call
+   * `release` once the task is settled.
+   */
   claimExpired (): Promise<string[]>
   close (): Promise<void>
 }
@@ -40,12 +51,13 @@ end
 return #ARGV - 2
 `
 
-// KEYS[1] the lease set. ARGV[1] the batch size. Removes and returns the expired leases: a lease is returned once.
+// KEYS[1] the lease set. ARGV[1] the batch size, ARGV[2] ttl ms. Returns the expired leases and leases them again for
+// the claimer: one claimer at a time, and a claim whose task is never settled (storage down) lapses and is retried.
 const CLAIM_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id) end
 return ids
 `
 
@@ -77,13 +89,21 @@ export class RedisTaskLeases implements TaskLeases {
     await this.#call(() => this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'take', taskId))
   }
 
+  hold (taskId: string): void {
+    this.#held.add(taskId)
+  }
+
   async release (taskId: string): Promise<void> {
     this.#held.delete(taskId)
     await this.#call(() => this.#client.zrem(this.#key, taskId))
   }
 
+  abandon (taskId: string): void {
+    this.#held.delete(taskId)
+  }
+
   async claimExpired (): Promise<string[]> {
-    return await this.#call(() => this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH)) as string[]
+    return await this.#call(() => this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
   }
 
   async close (): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import { StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isTerminal } from './states.js'
+import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface RedisTaskStoreOptions {
@@ -10,6 +11,17 @@ export interface RedisTaskStoreOptions {
   ttlSeconds: number
   /** How many index entries one `list` script reads at most; small values are for tests. Default 100. */
   listBatchSize?: number
+  /**
+   * `tasks.lease_ttl` in ms, when tasks are leased (CONTRACT.md §10): `insert` takes the new task's lease in
+   * `<keyPrefix>leases` in the same script, so that no task is ever stored without one.
+   */
+  leaseTtlMs?: number
+  /**
+   * Push configs in Redis under this prefix (`push_notifications.key_prefix`): a write that changes the state of a
+   * task with push configs records the change in the push outbox in the same script (services/push/outbox.ts), so
+   * that a crash between the write and the queueing of its webhooks cannot lose them.
+   */
+  pushKeyPrefix?: string
 }
 
 const DEFAULT_LIST_BATCH = 100
@@ -18,10 +30,15 @@ const DEFAULT_LIST_BATCH = 100
  * Key layout (CONTRACT.md §8.1 and §10: a hash per task, no KEYS/SCAN), all under `<keyPrefix>`:
  *   t:<taskId>       hash: `record` (the StoredTask as JSON, exactly as Node wrote it), `version`, `contextId` and
  *                    `state` (copies the scripts compare without decoding the JSON). A terminal task's hash has a
- *                    PEXPIRE of `ttlSeconds`, renewed on every write; an unfinished task's never expires.
+ *                    PEXPIRE of `ttlSeconds`, renewed on every write; an unfinished task's never expires: it is
+ *                    running (leased), or its lease lapsed and a reaper fails it, or it waits for input and is
+ *                    canceled after `tasks.interrupted_ttl`. Each way it ends terminal, and then expires.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   all              sorted set of every task, the same way (for a `list` without an owner).
+ *   leases           the lease set of RedisTaskLeases: `insert` adds the new task's lease when leases are on.
+ *   outbox, outbox:b the push outbox (services/push/outbox.ts): a state change of a task with push configs, by
+ *                    `<taskId>.<version>`, scored by when it was written, and its record JSON.
  * An index member is `<owner length>:<owner><taskId>`, the same in both sets, so whichever set `list` is reading
  * when it meets a task whose hash has expired, it can remove the entry from both. That lazy removal is what keeps
  * the indexes bounded: they cannot expire themselves, as they hold unfinished tasks too.
@@ -30,8 +47,9 @@ const DEFAULT_LIST_BATCH = 100
  * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
  */
 
-// KEYS: the task hash, the seq counter, the owner index, the global index. ARGV: record JSON, version, contextId,
-// state, index member, PEXPIRE ms ('' for none). Replies 1, or 0 when the id is taken.
+// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set. ARGV: record JSON, version,
+// contextId, state, index member, PEXPIRE ms ('' for none), lease ttl ms ('' for no lease), task id. Replies 1, or 0
+// when the id is taken.
 const INSERT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local seq = redis.call('INCR', KEYS[2])
@@ -39,15 +57,28 @@ redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', 
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
 redis.call('ZADD', KEYS[4], seq, ARGV[5])
+if ARGV[7] ~= '' then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[7]), ARGV[8])
+end
 return 1
 `
 
-// KEYS[1] the task hash. ARGV: the version it must hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to
-// leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too). Replies 1 or 0.
+// KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies. ARGV: the version it must
+// hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal
+// state, and the memory store keeps the expiry too), '1' when the outbox is on, outbox member. Replies 0
+// when the version did not match, 2 when the change went to the outbox, else 1.
 const REPLACE_LUA = `
-if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+local old = redis.call('HMGET', KEYS[1], 'version', 'state')
+if old[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[8])
+  redis.call('HSET', KEYS[4], ARGV[8], ARGV[2])
+  return 2
+end
 return 1
 `
 
@@ -86,8 +117,8 @@ type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 interface TaskCommands {
-  a2aTaskInsert (task: string, seq: string, owner: string, all: string, ...args: string[]): Promise<0 | 1>
-  a2aTaskReplace (task: string, ...args: string[]): Promise<0 | 1>
+  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, ...args: string[]): Promise<0 | 1>
+  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, ...args: string[]): Promise<0 | 1 | 2>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
 
@@ -105,6 +136,10 @@ export class RedisTaskStore implements TaskStore {
   readonly #all: string
   readonly #ttlMs: string
   readonly #batch: string
+  readonly #leaseTtlMs: string
+  readonly #pushPrefix: string | undefined
+  readonly #outbox: OutboxKeys
+  readonly leasesOnInsert: boolean
 
   constructor (client: Redis, opts: RedisTaskStoreOptions) {
     this.#client = client
@@ -112,8 +147,12 @@ export class RedisTaskStore implements TaskStore {
     this.#all = `${opts.keyPrefix}all`
     this.#ttlMs = String(Math.max(1, Math.ceil(opts.ttlSeconds * 1000)))
     this.#batch = String(opts.listBatchSize ?? DEFAULT_LIST_BATCH)
-    client.defineCommand('a2aTaskInsert', { numberOfKeys: 4, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 1, lua: REPLACE_LUA })
+    this.leasesOnInsert = opts.leaseTtlMs !== undefined
+    this.#leaseTtlMs = opts.leaseTtlMs === undefined ? '' : String(Math.round(opts.leaseTtlMs))
+    this.#pushPrefix = opts.pushKeyPrefix
+    this.#outbox = outboxKeys(opts.keyPrefix)
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 5, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 4, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
   }
@@ -121,9 +160,9 @@ export class RedisTaskStore implements TaskStore {
   async insert (record: StoredTask): Promise<void> {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
-      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all,
+      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`,
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
-      `${owner.length}:${owner}${task.id}`, this.#expiry(record)
+      `${owner.length}:${owner}${task.id}`, this.#expiry(record), this.#leaseTtlMs, task.id
     ))
     // Task ids are server-made UUIDs, so this is a bug in the caller, not a client error.
     if (inserted === 0) throw new TaskConflict(task.id)
@@ -136,10 +175,12 @@ export class RedisTaskStore implements TaskStore {
 
   async replace (next: StoredTask): Promise<boolean> {
     const { task } = next
+    const push = this.#pushPrefix
     return await this.#call(() => this.#commands.a2aTaskReplace(
-      this.#taskKey(task.id), String(next.version - 1), JSON.stringify(next), String(next.version),
-      task.contextId, task.status.state, this.#expiry(next)
-    )) === 1
+      this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
+      String(next.version - 1), JSON.stringify(next), String(next.version), task.contextId, task.status.state,
+      this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version)
+    )) !== 0
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {

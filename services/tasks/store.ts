@@ -65,4 +65,9 @@ export interface TaskStore {
    * promise and no tick between the read and the compare-and-set. Stores across the network leave it out.
    */
   readonly sync?: SyncTaskStore
+  /**
+   * True when `insert` also takes the new task's lease (Redis with leases): the task is never stored unleased, so a
+   * crash right after the insert leaves it to the reaper instead of stranding it in `submitted`.
+   */
+  readonly leasesOnInsert?: boolean
 }

@@ -5,7 +5,9 @@ import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
 import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import type { AgentExecutor, AgentTools, ExecutorEvent, ExecutorResult, MessageContent } from '../agent/executor.js'
-import { IllegalTransition, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound } from '../errors.js'
+import {
+  IllegalTransition, RunStorageFailure, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound
+} from '../errors.js'
 import type { TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
 import { contextHistory } from './context-history.js'
@@ -22,6 +24,11 @@ export interface TaskServiceOptions {
   toolsFor: (principal: Principal) => AgentTools
   /** kvcache: the leases on running tasks, shared by every instance (CONTRACT.md §10). */
   leases?: TaskLeases
+  /**
+   * How long a run keeps retrying a write its store refused (storage down or stalled), ms; default 30,000 (kvcache:
+   * `tasks.lease_ttl`). Past it the run stops and leaves its lease to lapse, so that the reaper fails the task.
+   */
+  storeRetryMs?: number
   now?: () => number
 }
 
@@ -34,6 +41,13 @@ export type StatusListener = (record: StoredTask, previous: TaskState) => void
 export const FAILED_MESSAGE = 'The agent failed while processing the task.'
 export const SHUTDOWN_MESSAGE = 'The server stopped before the task finished.'
 export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped before the task finished.'
+
+const STORAGE_UNAVAILABLE = 'A2A_ERR_STORAGE_UNAVAILABLE'
+
+/** A run's first retry of a write its store refused waits this long; each next one twice as long, up to the max. */
+const STORE_RETRY_FIRST_MS = 50
+const STORE_RETRY_MAX_MS = 1000
+const DEFAULT_STORE_RETRY_MS = 30_000
 
 /** Attempts of a compare-and-set update before giving up: only a pathological race would need more than two. */
 const MAX_CAS_ATTEMPTS = 16
@@ -48,6 +62,12 @@ interface Run {
 }
 
 type Mutation = (task: Task, record: StoredTask) => Task | null
+
+/** What a retried write sent last, and what it read before: to know, after a lost answer, whether it landed. */
+interface Sent {
+  previous?: StoredTask
+  next?: StoredTask
+}
 
 /** The chunk an artifact event carries (A2A `artifact-update`). */
 interface ArtifactChunk {
@@ -77,10 +97,12 @@ export class TaskService {
   readonly #log: Logger
   readonly #toolsFor: (principal: Principal) => AgentTools
   readonly #leases: TaskLeases | undefined
+  readonly #storeRetryMs: number
   readonly #now: () => number
   readonly #running = new Map<string, Run>()
   readonly #statusListeners: StatusListener[] = []
   readonly #createListeners: Array<(record: StoredTask) => void> = []
+  readonly #beforeReap: Array<() => Promise<unknown>> = []
   #draining: Promise<void> | undefined
 
   constructor (opts: TaskServiceOptions) {
@@ -90,6 +112,7 @@ export class TaskService {
     this.#log = opts.log
     this.#toolsFor = opts.toolsFor
     this.#leases = opts.leases
+    this.#storeRetryMs = opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS
     this.#now = opts.now ?? Date.now
     // A cancel made on another instance reaches the one running the task here.
     this.bus.onAbortRequest(id => this.#stop(id))
@@ -107,6 +130,15 @@ export class TaskService {
   /** Called once a task this service created is stored (metrics count tasks from here). It must not throw. */
   onCreate (listener: (record: StoredTask) => void): void {
     this.#createListeners.push(listener)
+  }
+
+  /**
+   * A step run before each reaping round, in the order added; its failure is logged and the round goes on. The push
+   * outbox relay runs here, so that the changes a dead instance left unqueued are queued before the reaper's own
+   * change to the same tasks.
+   */
+  beforeReap (step: () => Promise<unknown>): void {
+    this.#beforeReap.push(step)
   }
 
   /** The task, if it exists and the principal may see it; -32001 otherwise (CONTRACT.md §9, tenancy). */
@@ -165,7 +197,7 @@ export class TaskService {
       return
     }
     const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve(), ended: false }
-    run.done = this.#loop(record.task.id, run)
+    run.done = this.#loop(record.task.id, run, record.version === 1)
     // A run that ended before its loop returned (an executor that answered at once, over a store in this process)
     // could not be seen, queued behind or canceled by anyone: it is not registered. A Map in the old generation gets
     // its new tables there, and one entry set and deleted per task cost two such tables.
@@ -219,16 +251,27 @@ export class TaskService {
    * this call failed.
    */
   async reapOrphans (): Promise<string[]> {
-    if (this.#leases === undefined) return []
+    const leases = this.#leases
+    if (leases === undefined) return []
+    for (const step of this.#beforeReap) {
+      await step().catch((err: unknown) => this.#log.warn({ err }, 'step before reaping failed'))
+    }
     const failed: string[] = []
-    for (const id of await this.#leases.claimExpired()) {
+    for (const id of await leases.claimExpired()) {
       try {
         const before = await this.store.get(id)
-        const after = await this.update(id, task => isTerminal(task.status.state)
-          ? null
-          : withStatus(task, 'failed', this.#now(), agentMessage(task, OWNER_LOST_MESSAGE)))
-        if (after.version !== before?.version && after.task.status.state === 'failed') failed.push(id)
+        if (before === null) {
+          // Expired or never stored: nothing to fail, and the lease must not be claimed for ever.
+          this.#log.warn({ taskId: id }, 'lease of a vanished task dropped')
+        } else {
+          const after = await this.update(id, task => isTerminal(task.status.state)
+            ? null
+            : withStatus(task, 'failed', this.#now(), agentMessage(task, OWNER_LOST_MESSAGE)))
+          if (after.version !== before.version && after.task.status.state === 'failed') failed.push(id)
+        }
+        await leases.release(id)
       } catch (err) {
+        // The claim lapses like any lease: the task is claimed again, by this instance or another, once it does.
         this.#log.warn({ err, taskId: id }, 'could not fail an orphaned task')
       }
     }
@@ -303,17 +346,50 @@ export class TaskService {
     return this.#published(current, next, slot?.chunk)
   }
 
-  async #writeAsync (id: string, mutate: Mutation, slot?: ChunkSlot): Promise<StoredTask> {
+  async #writeAsync (id: string, mutate: Mutation, slot?: ChunkSlot, sent?: Sent): Promise<StoredTask> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const current = await this.store.get(id)
       if (current === null) throw new TaskNotFound(id)
+      // A retried write whose earlier answer was lost, and which had landed: done, and published now.
+      // (`sent.next`, not the copy just read, shares the unchanged parts with `sent.previous`: the event is the same.)
+      if (sent?.next !== undefined && landed(current, sent.next)) return this.#published(sent.previous as StoredTask, sent.next, slot?.chunk)
       const task = mutate(current.task, current)
       if (task === null) return current
       const next = this.#next(current, task)
+      if (sent !== undefined) {
+        sent.previous = current
+        sent.next = next
+      }
       if (await this.store.replace(next)) return this.#published(current, next, slot?.chunk)
+      if (sent !== undefined) sent.next = undefined
     }
     /* c8 ignore next -- only reachable under sustained write contention on one task */
     throw new TaskConflict(id)
+  }
+
+  /**
+   * A run's write: `#write`, retried while the store refuses it (storage down or stalled) for up to `storeRetryMs`.
+   * A write whose answer was lost may have landed: a retry that finds exactly the record it sent takes it as done,
+   * so nothing is applied twice. Past the budget it throws RunStorageFailure: a storage failure, never the agent's.
+   */
+  #runWrite (id: string, mutate: Mutation, slot?: ChunkSlot): MaybePromise<StoredTask> {
+    if (this.store.sync !== undefined) return this.#write(id, mutate, slot)
+    return this.#retried(id, mutate, slot)
+  }
+
+  async #retried (id: string, mutate: Mutation, slot: ChunkSlot | undefined): Promise<StoredTask> {
+    const deadline = this.#now() + this.#storeRetryMs
+    const sent: Sent = {}
+    for (let wait = STORE_RETRY_FIRST_MS; ; wait = Math.min(2 * wait, STORE_RETRY_MAX_MS)) {
+      try {
+        return await this.#writeAsync(id, mutate, slot, sent)
+      } catch (err) {
+        if ((err as { code?: string }).code !== STORAGE_UNAVAILABLE) throw err
+        if (this.#now() + wait > deadline) throw new RunStorageFailure(id)
+        this.#log.warn({ taskId: id, code: STORAGE_UNAVAILABLE }, 'task write refused by storage, will retry')
+        await new Promise(resolve => setTimeout(resolve, wait))
+      }
+    }
   }
 
   #next (current: StoredTask, task: Task): StoredTask {
@@ -402,15 +478,20 @@ export class TaskService {
    * process and an executor that answers at once, it finishes before `dispatch` returns, with no promise made;
    * each step awaits only what is a promise.
    */
-  async #loop (taskId: string, run: Run): Promise<void> {
+  async #loop (taskId: string, run: Run, fresh: boolean): Promise<void> {
     const { abort } = run
-    if (this.#leases !== undefined) {
+    const leases = this.#leases
+    // Set when the run could not write its task: the lease is left to lapse, and the reaper fails the task.
+    let stranded = false
+    if (leases !== undefined) {
+      // A new task's lease was taken with its insert, so a crash between the two cannot leave it unleased.
+      if (fresh && this.store.leasesOnInsert === true) leases.hold(taskId)
       // Without its lease the task still runs; it is only not reaped if this instance dies meanwhile.
-      await this.#leases.acquire(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not taken'))
+      else await leases.acquire(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not taken'))
     }
     try {
       for (let message = run.queue.shift(); message !== undefined; message = run.queue.shift()) {
-        let started = this.#write(taskId, task => {
+        let started = this.#runWrite(taskId, task => {
           if (task.status.state === 'in_progress' || isTerminal(task.status.state)) return null
           return withStatus(task, 'in_progress', this.#now())
         })
@@ -422,19 +503,24 @@ export class TaskService {
         if (run.queue.length > 0) continue
         // input_required and auth_required wait for the client's next message, in a new run.
         if (state !== 'in_progress') return
-        const completed = this.#write(taskId, task => task.status.state === 'in_progress' && run.queue.length === 0
+        const completed = this.#runWrite(taskId, task => task.status.state === 'in_progress' && run.queue.length === 0
           ? withStatus(task, 'completed', this.#now())
           : null)
         if (completed instanceof Promise) await completed
       }
     } catch (err) {
-      /* c8 ignore next 2 -- a store failure mid-run: the task cannot be written, so log it and let it go */
-      this.#log.error({ err, taskId }, 'task run failed')
+      if (err instanceof RunStorageFailure) {
+        stranded = true
+        this.#log.error({ taskId, code: STORAGE_UNAVAILABLE }, 'task run stopped: its storage is unavailable')
+      } else {
+        this.#log.error({ err, taskId }, 'task run failed')
+      }
     } finally {
       run.ended = true
       if (this.#running.get(taskId) === run) this.#running.delete(taskId)
-      if (this.#leases !== undefined) {
-        await this.#leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
+      if (leases !== undefined) {
+        if (stranded) leases.abandon(taskId)
+        else await leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
       }
     }
   }
@@ -494,9 +580,11 @@ export class TaskService {
 
   /** An executor that threw: the task fails, unless the throw came from a cancel. */
   #failed (taskId: string, run: Run, err: unknown): MaybePromise<TaskState> {
+    // The store, not the agent, failed: the run stops without blaming the agent (see `#loop`).
+    if (err instanceof RunStorageFailure) throw err
     if (run.abort.aborted) return 'canceled'
     this.#log.error({ err, taskId }, 'agent executor failed')
-    const failed = this.#write(taskId, task => isTerminal(task.status.state)
+    const failed = this.#runWrite(taskId, task => isTerminal(task.status.state)
       ? null
       : withStatus(task, 'failed', this.#now(), agentMessage(task, FAILED_MESSAGE)))
     return failed instanceof Promise ? failed.then(stateOf) : stateOf(failed)
@@ -506,7 +594,7 @@ export class TaskService {
   #apply (taskId: string, event: ExecutorEvent, turn: Turn): MaybePromise<TaskState> {
     const now = this.#now()
     const slot: ChunkSlot = {}
-    const next = this.#write(taskId, task => {
+    const next = this.#runWrite(taskId, task => {
       if (isTerminal(task.status.state)) return null
       if (typeof event === 'string') return addResultText(task, event, turn, slot)
       switch (event.kind) {
@@ -609,6 +697,11 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
   }
   if (metadata !== undefined) message.metadata = metadata
   return message
+}
+
+/** The stored record is exactly the one a write sent: that write landed, though its answer was lost. */
+function landed (current: StoredTask, sent: StoredTask): boolean {
+  return current.version === sent.version && JSON.stringify(current) === JSON.stringify(sent)
 }
 
 /** The state a write left its task in. */

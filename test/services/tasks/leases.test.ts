@@ -35,7 +35,37 @@ t.test('an expired lease is claimed by exactly one of several instances', async 
     return claims.flat().length > 0
   })
   t.same(claims.flat(), ['orphan'], 'claimed once')
-  t.same(await others[0].claimExpired(), [], 'and never again')
+  t.same(await others[0].claimExpired(), [], 'the claim is a lease of its own')
+  await others[0].release('orphan')
+  t.equal(await client.zscore('l2:leases', 'orphan'), null, 'released once the task is settled')
+})
+
+t.test('a claim that is never released lapses and is claimed again', async t => {
+  const client = await redisDb(t, DB)
+  const dead = new RedisTaskLeases(client, { keyPrefix: 'l5:', ttlMs: 100, log })
+  await dead.acquire('orphan')
+  await dead.close()
+  const claimer = new RedisTaskLeases(client, { keyPrefix: 'l5:', ttlMs: 100, log })
+  t.teardown(() => claimer.close())
+  await until(async () => (await claimer.claimExpired()).length === 1)
+  // The claimer could not settle the task (storage failed it): the task is claimed again, not stranded.
+  await until(async () => (await claimer.claimExpired()).includes('orphan'))
+  t.ok(await client.zscore('l5:leases', 'orphan'), 'still leased, by the second claim')
+})
+
+t.test('hold renews a lease taken elsewhere; abandon stops renewing without giving it back', async t => {
+  const client = await redisDb(t, DB)
+  const leases = new RedisTaskLeases(client, { keyPrefix: 'l6:', ttlMs: 150, log })
+  t.teardown(() => leases.close())
+  await client.zadd('l6:leases', Date.now() + 150, 'inserted')
+  leases.hold('inserted')
+  t.equal(leases.held, 1)
+  const first = Number(await client.zscore('l6:leases', 'inserted'))
+  await until(async () => Number(await client.zscore('l6:leases', 'inserted')) > first)
+  leases.abandon('inserted')
+  t.equal(leases.held, 0)
+  t.ok(await client.zscore('l6:leases', 'inserted'), 'the lease stays, to lapse')
+  await until(async () => (await leases.claimExpired()).includes('inserted'))
 })
 
 t.test('a lease another instance claimed is not taken back by a late renewal', async t => {
@@ -105,7 +135,7 @@ t.test('reapOrphans fails the unfinished tasks of a dead instance, once, and lea
   t.equal(after.task.status.state, 'failed')
   t.equal(after.task.status.message?.parts[0].kind === 'text' && after.task.status.message.parts[0].text, OWNER_LOST_MESSAGE)
   t.equal((await alive.get(finished.task.id, ANONYMOUS)).task.status.state, 'completed')
-  t.match(warnings.filter(w => w.msg === 'could not fail an orphaned task'), [{ taskId: 'no-such-task' }], 'a lease of a vanished task is logged')
+  t.match(warnings.filter(w => w.msg === 'lease of a vanished task dropped'), [{ taskId: 'no-such-task' }], 'a lease of a vanished task is logged')
   t.match(warnings.filter(w => w.msg === 'tasks of a stopped instance failed'), [{ taskIds: [orphan.task.id] }])
   t.same(await alive.reapOrphans(), [], 'nothing is reaped twice')
   t.same(await instance(undefined as unknown as RedisTaskLeases, async () => {}).reapOrphans(), [], 'without leases there is nothing to reap')

@@ -1,0 +1,88 @@
+import pino from 'pino'
+import t, { type Test } from 'tap'
+import type { AgentExecutor } from '../../../services/agent/executor.js'
+import { ANONYMOUS } from '../../../services/auth/principal.js'
+import { StorageUnavailable } from '../../../services/errors.js'
+import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
+import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
+import type { StoredTask } from '../../../services/tasks/store.js'
+import { TaskService } from '../../../services/tasks/task-service.js'
+import { logCapture, privateRedis, until } from '../../helper.js'
+
+/**
+ * The real Redis store, with faults in its answers: `refuse` writes fail before they reach Redis (as a full Redis
+ * refuses them), `lose` writes land and then their answer is lost (as a command that timed out while Redis stalled).
+ */
+class FaultyStore extends RedisTaskStore {
+  refuse = 0
+  lose = 0
+
+  override async replace (next: StoredTask): Promise<boolean> {
+    if (this.refuse > 0) {
+      this.refuse--
+      throw new StorageUnavailable('redis replied OOM')
+    }
+    const written = await super.replace(next)
+    if (this.lose > 0) {
+      this.lose--
+      throw new StorageUnavailable('redis command timed out')
+    }
+    return written
+  }
+}
+
+async function harness (t: Test, executor: AgentExecutor) {
+  const redis = await privateRedis(t)
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+  const store = new FaultyStore(client, { keyPrefix: 's:', ttlSeconds: 60 })
+  const bus = new MemoryTaskEventBus()
+  const logs = logCapture()
+  const service = new TaskService({ store, bus, executor, log: pino(logs.stream), toolsFor: () => ({ available: () => [], call: async () => ({}) }) })
+  t.teardown(() => service.drain(0))
+  const message = { kind: 'message' as const, role: 'user' as const, messageId: 'm1', parts: [{ kind: 'text' as const, text: 'go' }] }
+  const start = async () => {
+    const record = await service.create(message, ANONYMOUS)
+    const events: TaskEvent[] = []
+    bus.subscribe(record.task.id, event => { events.push(event) })
+    service.dispatch(record, ANONYMOUS)
+    return { id: record.task.id, events }
+  }
+  return { store, service, logs, start }
+}
+
+t.test('writes whose answers were lost after they landed are taken as done: nothing applied or published twice', async t => {
+  const { store, service, start } = await harness(t, async function * () { yield 'result' })
+  store.lose = 3
+  const { id, events } = await start()
+  await until(() => service.running === 0)
+  const { task } = await service.get(id, ANONYMOUS)
+  t.equal(task.status.state, 'completed')
+  t.same(task.artifacts.map(a => a.parts), [[{ kind: 'text', text: 'result' }]], 'one artifact, one part')
+  t.same(events.map(e => e.type === 'status' ? e.task.status.state : 'artifact'), ['in_progress', 'artifact', 'completed'],
+    'each change published once')
+  t.equal(store.lose, 0, 'all three writes lost their answer')
+})
+
+t.test('writes refused by the store are retried with backoff and logged, not blamed on the agent', async t => {
+  const { store, service, logs, start } = await harness(t, async function * () { yield 'result' })
+  store.refuse = 3
+  const { id } = await start()
+  await until(() => service.running === 0)
+  t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'completed')
+  t.equal(logs.lines().filter(l => l.msg === 'task write refused by storage, will retry').length, 3)
+  t.equal(logs.lines().filter(l => l.msg === 'agent executor failed').length, 0)
+})
+
+t.test('an executor event the state machine refuses still fails the task as the agent\'s error over Redis', async t => {
+  const { service, logs, start } = await harness(t, async function * () {
+    yield { kind: 'status', state: 'input_required' }
+    // input_required may only go back to in_progress (or be canceled).
+    yield { kind: 'status', state: 'completed' }
+  })
+  const { id } = await start()
+  await until(() => service.running === 0)
+  t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'failed')
+  t.match(logs.lines().filter(l => l.msg === 'agent executor failed'), [{ err: { code: 'A2A_ERR_ILLEGAL_TRANSITION' } }])
+})
