@@ -34,9 +34,12 @@ export const DataPartSchema = Type.Object({
   metadata: Type.Optional(NullableMetadataSchema)
 })
 
-// A oneOf with a discriminator, so a bad part gets the error of its own kind, not of the first branch.
+// A oneOf with a discriminator, so a bad part gets the error of its own kind, not of the first branch. Ajv's
+// discriminator only looks at objects and skips the oneOf: without `type` a part that is no object (0, "x", null)
+// passed validation.
 const PartUnion = Type.Union([TextPartSchema, FilePartSchema, DataPartSchema])
 export const PartSchema = Type.Unsafe<Static<typeof PartUnion>>({
+  type: 'object',
   oneOf: PartUnion.anyOf,
   discriminator: { propertyName: 'kind' }
 })

@@ -157,3 +157,65 @@ t.test('with security on, random credentials and requests get 401, 403 or 429 en
   t.ok(through > 0, `the right key still gets through (${through} times)`)
   t.equal((Object.prototype as any).polluted, undefined)
 })
+
+/** Every value that is not an object, for the slots that must hold one. */
+const NOT_OBJECTS = [0, 1.5, 'x', '', null, true, []]
+
+/** The paths of every array slot in `value`, e.g. ['message', 'parts', 1]. */
+function arraySlots (value: unknown, path: Array<string | number> = []): Array<Array<string | number>> {
+  if (typeof value !== 'object' || value === null) return []
+  const slots: Array<Array<string | number>> = []
+  for (const [key, child] of Object.entries(value)) {
+    const at = [...path, Array.isArray(value) ? Number(key) : key]
+    if (Array.isArray(value)) slots.push(at)
+    slots.push(...arraySlots(child, at))
+  }
+  return slots
+}
+
+t.test('a value that is no object in any array slot of any method\'s params is -32602 naming the slot, never -32603', async t => {
+  const app = await build(t)
+  const params = {
+    id: 'x',
+    taskId: 'x',
+    path: '.',
+    message: userMessage('hello', {
+      parts: [{ kind: 'text', text: 'hello' }, { kind: 'file', file: { uri: 'https://x/y', mimeType: 'text/plain' } }, { kind: 'data', data: { a: [1] } }],
+      referenceTaskIds: ['r1', 'r2'],
+      extensions: ['e1']
+    }),
+    configuration: {
+      blocking: true,
+      acceptedOutputModes: ['text/plain', 'application/json'],
+      pushNotificationConfig: { url: 'https://hooks.example.com/a', authentication: { schemes: ['Bearer', 'ApiKey'] } }
+    },
+    pushNotificationConfig: { url: 'https://hooks.example.com/b', authentication: { schemes: ['Bearer'] } },
+    metadata: { list: [1, 2] }
+  }
+  const slots = arraySlots(params)
+  t.ok(slots.length >= 12, `${slots.length} array slots`)
+  let checked = 0
+  for (const method of METHODS) {
+    for (const slot of slots) {
+      for (const value of NOT_OBJECTS) {
+        const mutated = structuredClone(params) as any
+        let target = mutated
+        for (const key of slot.slice(0, -1)) target = target[key]
+        target[slot[slot.length - 1]] = value
+        const res = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 1, method, params: mutated } })
+        const type = String(res.headers['content-type'])
+        checkAnswer(res.statusCode, type, res.body)
+        const body = type.startsWith('text/event-stream') ? JSON.parse(res.body.split('\n\n')[0].slice(6)) : res.json()
+        if (body.error?.code === -32603) t.fail(`${method} ${slot.join('.')} = ${JSON.stringify(value)}: -32603`)
+        checked++
+      }
+    }
+  }
+  t.equal(checked, METHODS.length * slots.length * NOT_OBJECTS.length)
+  // The case that crashed: a part that is no object.
+  for (const value of NOT_OBJECTS) {
+    const message = userMessage('x', { parts: [{ kind: 'text', text: 'x' }, value] })
+    const res = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 2, method: 'message/send', params: { message } } })
+    t.match(res.json(), { error: { code: -32602, data: /^params\.message\.parts\.1/ } }, `a part ${JSON.stringify(value)}`)
+  }
+})
