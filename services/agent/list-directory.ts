@@ -1,4 +1,4 @@
-import { lstat, readdir, realpath, stat } from 'node:fs/promises'
+import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { invalidParams } from '../errors.js'
 
@@ -52,10 +52,16 @@ export async function listDirectory (root: string, path: string): Promise<Direct
   const rel = relative(rootPath, resolve(rootPath, path))
 
   const realRoot = await guarded(realpath(rootPath), ROOT_ERRORS)
-  const target = await guarded(realpath(join(rootPath, rel)))
-  if (escapes(relative(realRoot, target))) {
-    throw invalidParams('params.path: resolves outside the root through a symbolic link')
+  let target: string
+  try {
+    target = await guarded(realpath(join(rootPath, rel)))
+  } catch (err) {
+    // A path under a link that leaves the root gets the same answer whether or not it exists out there, so that a
+    // client cannot probe what lies around the root.
+    if (await leavesRoot(realRoot, rel)) throw outside()
+    throw err
   }
+  if (escapes(relative(realRoot, target))) throw outside()
   if (!(await guarded(stat(target))).isDirectory()) throw invalidParams('params.path: is not a directory')
 
   const names = (await guarded(readdir(target))).sort(byCodePoint)
@@ -64,6 +70,33 @@ export async function listDirectory (root: string, path: string): Promise<Direct
     return { name, type: entryType(info), size: info.size, modified: info.mtime.toISOString() }
   }))
   return { path: rel === '' ? '.' : rel, entries }
+}
+
+function outside (): Error {
+  return invalidParams('params.path: resolves outside the root through a symbolic link')
+}
+
+/**
+ * For a path that does not resolve: whether the part of it that does (or the dangling link where it stops) leads
+ * out of the root.
+ */
+async function leavesRoot (realRoot: string, rel: string): Promise<boolean> {
+  let real = realRoot
+  for (const segment of rel.split(sep)) {
+    if (segment === '' || segment === '.') continue
+    const next = join(real, segment)
+    let resolved: string
+    try {
+      resolved = await realpath(next)
+    } catch {
+      const link = await readlink(next).catch(() => null)
+      return link !== null && escapes(relative(realRoot, resolve(real, link)))
+    }
+    if (escapes(relative(realRoot, resolved))) return true
+    real = resolved
+  }
+  /* c8 ignore next -- a path whose every segment resolves inside the root resolved as a whole a moment ago */
+  return false
 }
 
 function climbsOut (path: string): boolean {

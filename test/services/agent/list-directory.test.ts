@@ -22,6 +22,7 @@ function tree (t: Test): { dir: string, root: string } {
       'link-file': t.fixture('symlink', 'a.txt'),
       'link-out': t.fixture('symlink', '../outside'),
       'link-out-file': t.fixture('symlink', '../outside/secret.txt'),
+      'link-out-missing': t.fixture('symlink', '../outside/missing'),
       'link-up': t.fixture('symlink', '..'),
       dangling: t.fixture('symlink', 'nowhere'),
       loop: t.fixture('symlink', 'loop')
@@ -47,6 +48,7 @@ t.test('lists the root, sorted by name, from lstat', async t => {
     ['link-in', 'symlink'],
     ['link-out', 'symlink'],
     ['link-out-file', 'symlink'],
+    ['link-out-missing', 'symlink'],
     ['link-up', 'symlink'],
     ['loop', 'symlink'],
     ['sub', 'directory']
@@ -93,6 +95,14 @@ t.test('a symlink to a directory inside the root is listed through', async t => 
 t.test('a path through a symlink that leaves the root is refused', async t => {
   const { root } = tree(t)
   for (const path of ['link-out', 'link-up', 'link-up/outside', 'link-out-file']) {
+    await t.rejects(listDirectory(root, path), refusal('resolves outside the root through a symbolic link'), path)
+  }
+})
+
+t.test('under a link that leaves the root, a path that exists out there and one that does not get the same answer', async t => {
+  const { root } = tree(t)
+  for (const path of ['link-out/secret.txt', 'link-out/missing', 'link-out/missing/deeper', 'link-out/secret.txt/below',
+    'link-up/outside/missing', 'link-out-missing', 'link-out-file', 'sub/../link-out/missing']) {
     await t.rejects(listDirectory(root, path), refusal('resolves outside the root through a symbolic link'), path)
   }
 })
