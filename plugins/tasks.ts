@@ -47,13 +47,20 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       keyPrefix: settings.key_prefix,
       ttlSeconds: settings.ttl,
       leaseTtlMs: settings.lease_ttl * 1000,
-      // Push configs in Redis too: a state change and the record that its webhooks are due land in one script.
-      pushKeyPrefix: push.enabled && push.backend === 'kvcache' ? push.key_prefix : undefined
+      maxLivePerOwner: settings.max_live_per_principal,
+      // Push configs in Redis too (validateConfig requires it while push is on): a state change and the record that
+      // its webhooks are due land in one script.
+      pushKeyPrefix: push.enabled ? push.key_prefix : undefined
     })
     bus = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })
   } else {
-    store = new MemoryTaskStore({ maxTasks: settings.max_tasks, ttlSeconds: settings.ttl })
+    store = new MemoryTaskStore({
+      maxTasks: settings.max_tasks,
+      maxBytes: settings.max_bytes,
+      maxLivePerOwner: settings.max_live_per_principal,
+      ttlSeconds: settings.ttl
+    })
     bus = new MemoryTaskEventBus()
   }
   // One tools object per principal, made when its first task runs: a principal (the anonymous one, one per API key
@@ -66,6 +73,7 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     executor: opts.executor,
     // A run keeps retrying a write its storage refused for as long as its lease would last unrenewed.
     storeRetryMs: settings.lease_ttl * 1000,
+    interruptedTtlMs: settings.interrupted_ttl * 1000,
     log,
     // The registry is decorated after this plugin; it is only read when a task runs.
     toolsFor: principal => {
@@ -82,9 +90,15 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     }, Math.max(100, settings.lease_ttl * 500)).unref()
   }
 
+  // Interrupted tasks are looked for four times per `tasks.interrupted_ttl`, at least every 100 ms, at most a minute.
+  const expiry = setInterval(() => {
+    service.expireInterrupted().catch((err: unknown) => log.warn({ err }, 'interrupted tasks not expired'))
+  }, Math.min(60_000, Math.max(100, settings.interrupted_ttl * 250))).unref()
+
   fastify.decorate('a2aTasks', service)
   fastify.addHook('preClose', async () => {
     clearInterval(reaper)
+    clearInterval(expiry)
     await service.drain(config.server.shutdown_timeout * 1000)
   })
   fastify.addHook('onClose', async () => {

@@ -71,7 +71,7 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     const { DurableDeliveryQueue } = await import('../services/push/durable-queue.js')
     // Push configs in Redis: the task store records each state change of a task with configs in the outbox, in the
     // write's own script; every instance relays what a dead writer left there (CONTRACT.md §10).
-    const outbox = settings.enabled && settings.backend === 'kvcache'
+    const outbox = settings.enabled
       ? new RedisPushOutbox(redis, { taskKeyPrefix: config.tasks.key_prefix, graceMs: outboxGraceMs(config.tasks.lease_ttl), log: fastify.log.child({ component: 'push-outbox' }) })
       : undefined
     notifier.useQueue(new DurableDeliveryQueue({

@@ -148,7 +148,13 @@ export const PushConfigSettingsSchema = obj({
 export const TasksConfigSchema = obj({
   backend: Type.Union([Type.Literal('memory'), Type.Literal('kvcache')], { default: 'memory' }),
   max_tasks: Int(10_000, { minimum: 1 }),
+  /** memory: bytes of tasks held at most (an estimate); least recently updated terminal tasks are evicted first. */
+  max_bytes: Int(268_435_456, { minimum: 65_536 }),
+  /** Unfinished tasks one principal may hold; past it, -32012 with HTTP 429. */
+  max_live_per_principal: Int(1000, { minimum: 1 }),
   ttl: Int(86_400, { minimum: 1 }),
+  /** Seconds an input_required or auth_required task waits for its next message before it is canceled. */
+  interrupted_ttl: Type.Number({ default: 86_400, minimum: 0.1 }),
   key_prefix: Str('a2a:task:'),
   /** kvcache: seconds an instance's hold on a running task lasts unrenewed; past it, another instance fails the task. */
   lease_ttl: Type.Number({ default: 30, minimum: 0.2, maximum: 3600 })

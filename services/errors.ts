@@ -55,6 +55,8 @@ export const InvalidPluginOptions = createError('A2A_ERR_INVALID_OPTIONS', 'Inva
 export const IllegalTransition = createError('A2A_ERR_ILLEGAL_TRANSITION', 'Task %s cannot move from %s to %s', 409)
 export const TaskNotFound = createError('A2A_ERR_TASK_NOT_FOUND', 'Task %s not found', 404)
 export const TaskStoreFull = createError('A2A_ERR_TASK_STORE_FULL', 'The task store holds %s unfinished tasks, its limit', 503)
+/** An owner holds `tasks.max_live_per_principal` unfinished tasks: HTTP 429, -32012 (CONTRACT.md §2). */
+export const LiveTaskLimit = createError('A2A_ERR_LIVE_TASK_LIMIT', 'Principal %s holds its limit of unfinished tasks', 429)
 export const TaskConflict = createError('A2A_ERR_TASK_CONFLICT', 'Task %s was changed concurrently', 409)
 export const StorageUnavailable = createError('A2A_ERR_STORAGE_UNAVAILABLE', 'Storage unavailable: %s', 503)
 /** A task run whose writes the store kept refusing past its retries: the run stops, and its lease lapses. */

@@ -181,8 +181,15 @@ tasks:
   backend: ${y(d.tasks.backend)}
   # Memory backend: tasks kept; the least recently updated finished tasks are evicted first.
   max_tasks: ${y(d.tasks.max_tasks)}
+  # Memory backend: bytes of tasks kept at most (an estimate: text by its length); finished tasks are evicted first,
+  # and with only unfinished ones left a new task or message is refused with 503.
+  max_bytes: ${y(d.tasks.max_bytes)}
+  # Unfinished tasks one principal may hold at once; one more is refused with 429 (-32012).
+  max_live_per_principal: ${y(d.tasks.max_live_per_principal)}
   # Seconds a finished task is kept.
   ttl: ${y(d.tasks.ttl)}
+  # Seconds an input_required or auth_required task waits for its next message before it is canceled.
+  interrupted_ttl: ${y(d.tasks.interrupted_ttl)}
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.tasks.key_prefix)}
   # kvcache: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it). When the

@@ -107,6 +107,9 @@ export function toJsonRpcError (err: unknown, log: Logger, method?: string): Jso
     const data = code === 'A2A_ERR_TASK_STORE_FULL' ? 'task store is full' : 'storage unavailable'
     return new JsonRpcError(RpcCode.internalError, 'Internal error', data, 503, { 'retry-after': '1' })
   }
+  if (code === 'A2A_ERR_LIVE_TASK_LIMIT') {
+    return new JsonRpcError(RpcCode.rateLimited, 'Too many unfinished tasks', 'tasks.max_live_per_principal reached', 429, { 'retry-after': '1' })
+  }
   log.error({ err, method }, 'method failed')
   return new JsonRpcError(RpcCode.internalError, 'Internal error')
 }

@@ -1,10 +1,15 @@
-import { TaskStoreFull, invalidParams } from '../errors.js'
-import { isTerminal } from './states.js'
+import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../errors.js'
+import { isInterrupted, isTerminal } from './states.js'
+import { taskBytes } from './task-bytes.js'
 import type { StoredTask, SyncTaskStore, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface MemoryTaskStoreOptions {
   /** `tasks.max_tasks`: at most this many tasks are held. */
   maxTasks: number
+  /** `tasks.max_bytes`: at most about this many bytes of tasks are held (see task-bytes.ts). Default: no bound. */
+  maxBytes?: number
+  /** `tasks.max_live_per_principal`: unfinished tasks one owner may hold. Default: no bound. */
+  maxLivePerOwner?: number
   /** `tasks.ttl` in seconds: how long a terminal task is kept after its last update. */
   ttlSeconds: number
   /** Clock, for tests. */
@@ -17,6 +22,8 @@ const DEFAULT_SWEEP_MS = 60_000
 
 interface Entry {
   record: StoredTask
+  /** The record's size estimate, counted in the store's total. */
+  bytes: number
   /** Insertion order, the cursor of `list` pages. */
   seq: number
   /**
@@ -54,6 +61,13 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #byOwner = new Map<string, OwnerList>()
   readonly #deleteListeners: Array<(taskId: string) => void> = []
   readonly #maxTasks: number
+  readonly #maxBytes: number
+  readonly #maxLive: number
+  /** Unfinished tasks per owner. */
+  readonly #live = new Map<string, number>()
+  /** Interrupted (input_required, auth_required) task ids → last update, oldest update first. */
+  readonly #interrupted = new Map<string, number>()
+  #bytes = 0
   readonly #ttlMs: number
   readonly #now: () => number
   readonly #timer: NodeJS.Timeout
@@ -61,6 +75,8 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
 
   constructor (opts: MemoryTaskStoreOptions) {
     this.#maxTasks = opts.maxTasks
+    this.#maxBytes = opts.maxBytes ?? Infinity
+    this.#maxLive = opts.maxLivePerOwner ?? Infinity
     this.#ttlMs = opts.ttlSeconds * 1000
     this.#now = opts.now ?? Date.now
     this.#timer = setInterval(() => this.sweep(), opts.sweepIntervalMs ?? DEFAULT_SWEEP_MS).unref()
@@ -70,17 +86,28 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     return this.#tasks.size
   }
 
+  /** The size estimate of every task held, bytes. */
+  get bytes (): number {
+    return this.#bytes
+  }
+
   async insert (record: StoredTask): Promise<void> {
     this.insertNow(record)
   }
 
   insertNow (record: StoredTask): void {
     this.sweep()
+    const live = !isTerminal(record.task.status.state)
+    if (live && (this.#live.get(record.owner) ?? 0) >= this.#maxLive) throw new LiveTaskLimit(record.owner)
     if (this.#tasks.size >= this.#maxTasks) {
       if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
       this.#delete(this.#oldest)
     }
-    const entry: Entry = { record, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null }
+    const bytes = taskBytes(record.task)
+    this.admit(bytes)
+    const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null }
+    this.#bytes += bytes
+    if (live) this.#live.set(record.owner, (this.#live.get(record.owner) ?? 0) + 1)
     this.#tasks.set(record.task.id, entry)
     const owned = this.#byOwner.get(record.owner)
     if (owned === undefined) {
@@ -120,9 +147,43 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   replaceNow (next: StoredTask): boolean {
     const entry = this.#tasks.get(next.task.id)
     if (!entry || entry.record.version !== next.version - 1) return false
+    const previous = entry.record
+    const bytes = taskBytes(next.task, previous.task)
+    this.#bytes += bytes - entry.bytes
+    entry.bytes = bytes
     entry.record = next
+    if (!isTerminal(previous.task.status.state) && isTerminal(next.task.status.state)) this.#unlive(next.owner)
     this.#track(entry)
+    // A task's own writes are never refused (its run would be failed for it): older terminal tasks make the room.
+    while (this.#bytes > this.#maxBytes && this.#oldest !== null && this.#oldest !== entry) this.#delete(this.#oldest)
     return true
+  }
+
+  /**
+   * Makes room for `bytes` more (a new task, or a message that joins one) by evicting the least recently updated
+   * terminal tasks; throws TaskStoreFull when only unfinished tasks are left and they leave no room.
+   */
+  admit (bytes: number): void {
+    while (this.#bytes + bytes > this.#maxBytes) {
+      if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
+      this.#delete(this.#oldest)
+    }
+  }
+
+  async claimInterrupted (before: number): Promise<string[]> {
+    const ids: string[] = []
+    for (const [id, updatedAt] of this.#interrupted) {
+      if (updatedAt > before) break
+      ids.push(id)
+      this.#interrupted.delete(id)
+    }
+    return ids
+  }
+
+  #unlive (owner: string): void {
+    const left = (this.#live.get(owner) as number) - 1
+    if (left === 0) this.#live.delete(owner)
+    else this.#live.set(owner, left)
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
@@ -169,9 +230,19 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     return entry.linked && entry.record.updatedAt + this.#ttlMs <= now
   }
 
-  /** A terminal task goes to the newest end of the terminal list; a later write moves it there again. */
+  /**
+   * A terminal task goes to the newest end of the terminal list; a later write moves it there again. An interrupted
+   * one goes to the newest end of the interrupted map, which it leaves with its state.
+   */
   #track (entry: Entry): void {
-    if (!isTerminal(entry.record.task.status.state)) return
+    const { task } = entry.record
+    if (isInterrupted(task.status.state)) {
+      this.#interrupted.delete(task.id)
+      this.#interrupted.set(task.id, entry.record.updatedAt)
+    } else if (this.#interrupted.size > 0) {
+      this.#interrupted.delete(task.id)
+    }
+    if (!isTerminal(task.status.state)) return
     this.#unlink(entry)
     entry.older = this.#newest
     entry.newer = null
@@ -194,6 +265,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   #delete (entry: Entry): void {
     const { owner, task: { id } } = entry.record
     this.#tasks.delete(id)
+    this.#bytes -= entry.bytes
     this.#unlink(entry)
     const owned = this.#byOwner.get(owner) as OwnerList
     if (entry.ownerOlder === null) owned.oldest = entry.ownerNewer

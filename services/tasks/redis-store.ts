@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
-import { StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
-import { isTerminal } from './states.js'
+import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
+import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
@@ -22,9 +22,15 @@ export interface RedisTaskStoreOptions {
    * that a crash between the write and the queueing of its webhooks cannot lose them.
    */
   pushKeyPrefix?: string
+  /** `tasks.max_live_per_principal`: unfinished tasks one owner may hold; `insert` refuses one more. */
+  maxLivePerOwner?: number
 }
 
 const DEFAULT_LIST_BATCH = 100
+/** Most interrupted tasks one claim hands out; the next round takes the rest. */
+const CLAIM_BATCH = 100
+/** A claimed interrupted task that is still interrupted this much later is handed out again. */
+const INTERRUPTED_RECLAIM_MS = 60_000
 
 /*
  * Key layout (CONTRACT.md §8.1 and §10: a hash per task, no KEYS/SCAN), all under `<keyPrefix>`:
@@ -37,6 +43,10 @@ const DEFAULT_LIST_BATCH = 100
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   all              sorted set of every task, the same way (for a `list` without an owner).
  *   leases           the lease set of RedisTaskLeases: `insert` adds the new task's lease when leases are on.
+ *   live:<owner>     set of the owner's unfinished task ids (`tasks.max_live_per_principal`): added by `insert`,
+ *                    removed by the write that makes the task terminal.
+ *   interrupted      sorted set of input_required/auth_required task ids, scored by their last update (ms): what
+ *                    `claimInterrupted` hands to the task service to cancel past `tasks.interrupted_ttl`.
  *   outbox, outbox:b the push outbox (services/push/outbox.ts): a state change of a task with push configs, by
  *                    `<taskId>.<version>`, scored by when it was written, and its record JSON.
  * An index member is `<owner length>:<owner><taskId>`, the same in both sets, so whichever set `list` is reading
@@ -47,11 +57,16 @@ const DEFAULT_LIST_BATCH = 100
  * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
  */
 
-// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set. ARGV: record JSON, version,
-// contextId, state, index member, PEXPIRE ms ('' for none), lease ttl ms ('' for no lease), task id. Replies 1, or 0
-// when the id is taken.
+// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set. ARGV:
+// record JSON, version, contextId, state, index member, PEXPIRE ms ('' for none), lease ttl ms ('' for no lease),
+// task id, the most live tasks of one owner ('' for no limit), '1' when the task is terminal. Replies 1, 0 when the
+// id is taken, -1 when the owner holds its most live tasks.
 const INSERT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[10] ~= '1' then
+  if ARGV[9] ~= '' and redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[9]) then return -1 end
+  redis.call('SADD', KEYS[6], ARGV[8])
+end
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4])
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
@@ -64,15 +79,22 @@ end
 return 1
 `
 
-// KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies. ARGV: the version it must
-// hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal
-// state, and the memory store keeps the expiry too), '1' when the outbox is on, outbox member. Replies 0
-// when the version did not match, 2 when the change went to the outbox, else 1.
+// KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
+// interrupted set. ARGV: the version it must hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to
+// leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too), '1' when the
+// outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it is interrupted, the update
+// time (ms). Replies 0 when the version did not match, 2 when the change went to the outbox, else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state')
 if old[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+if ARGV[10] == '1' then redis.call('SREM', KEYS[5], ARGV[9]) end
+if ARGV[11] == '1' then
+  redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
+elseif old[2] == 'input_required' or old[2] == 'auth_required' then
+  redis.call('ZREM', KEYS[6], ARGV[9])
+end
 if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[8])
@@ -80,6 +102,14 @@ if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 t
   return 2
 end
 return 1
+`
+
+// KEYS[1] the interrupted set. ARGV: the latest update time to take (ms), the score the taken ids get (so that they
+// are taken again a minute later should they still be interrupted), the batch size. Replies the ids.
+const CLAIM_INTERRUPTED_LUA = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return ids
 `
 
 // KEYS: the index to read, the global index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
@@ -117,8 +147,9 @@ type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 interface TaskCommands {
-  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, ...args: string[]): Promise<0 | 1>
-  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, ...args: string[]): Promise<0 | 1 | 2>
+  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, ...args: string[]): Promise<-1 | 0 | 1>
+  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, ...args: string[]): Promise<0 | 1 | 2>
+  a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
 
@@ -139,6 +170,8 @@ export class RedisTaskStore implements TaskStore {
   readonly #leaseTtlMs: string
   readonly #pushPrefix: string | undefined
   readonly #outbox: OutboxKeys
+  readonly #maxLive: string
+  readonly #interrupted: string
   readonly leasesOnInsert: boolean
 
   constructor (client: Redis, opts: RedisTaskStoreOptions) {
@@ -151,8 +184,11 @@ export class RedisTaskStore implements TaskStore {
     this.#leaseTtlMs = opts.leaseTtlMs === undefined ? '' : String(Math.round(opts.leaseTtlMs))
     this.#pushPrefix = opts.pushKeyPrefix
     this.#outbox = outboxKeys(opts.keyPrefix)
-    client.defineCommand('a2aTaskInsert', { numberOfKeys: 5, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 4, lua: REPLACE_LUA })
+    this.#maxLive = opts.maxLivePerOwner === undefined ? '' : String(opts.maxLivePerOwner)
+    this.#interrupted = `${opts.keyPrefix}interrupted`
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 6, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 6, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
   }
@@ -160,10 +196,12 @@ export class RedisTaskStore implements TaskStore {
   async insert (record: StoredTask): Promise<void> {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
-      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`,
+      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`, this.#liveKey(owner),
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
-      `${owner.length}:${owner}${task.id}`, this.#expiry(record), this.#leaseTtlMs, task.id
+      `${owner.length}:${owner}${task.id}`, this.#expiry(record), this.#leaseTtlMs, task.id, this.#maxLive,
+      isTerminal(task.status.state) ? '1' : '0'
     ))
+    if (inserted === -1) throw new LiveTaskLimit(owner)
     // Task ids are server-made UUIDs, so this is a bug in the caller, not a client error.
     if (inserted === 0) throw new TaskConflict(task.id)
   }
@@ -176,11 +214,19 @@ export class RedisTaskStore implements TaskStore {
   async replace (next: StoredTask): Promise<boolean> {
     const { task } = next
     const push = this.#pushPrefix
+    const state = task.status.state
     return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
-      String(next.version - 1), JSON.stringify(next), String(next.version), task.contextId, task.status.state,
-      this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version)
+      this.#liveKey(next.owner), this.#interrupted,
+      String(next.version - 1), JSON.stringify(next), String(next.version), task.contextId, state,
+      this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
+      isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt)
     )) !== 0
+  }
+
+  async claimInterrupted (before: number): Promise<string[]> {
+    return await this.#call(() => this.#commands.a2aTaskClaimInterrupted(
+      this.#interrupted, String(before), String(before + INTERRUPTED_RECLAIM_MS), String(CLAIM_BATCH)))
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
@@ -215,6 +261,10 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #liveKey (owner: string): string {
+    return `${this.#prefix}live:${owner}`
   }
 
   #ownerKey (owner: string): string {

@@ -39,6 +39,11 @@ export function isTerminal (state: string): boolean {
   return TERMINAL.has(state)
 }
 
+/** Waiting for the client: `input_required` or `auth_required` (CONTRACT.md §2, `tasks.interrupted_ttl`). */
+export function isInterrupted (state: string): boolean {
+  return state === 'input_required' || state === 'auth_required'
+}
+
 /** Terminal, or waiting for the client: where a blocking `message/send` returns and a stream ends. */
 export function isSettled (state: string): boolean {
   return TERMINAL.has(state) || state === 'input_required' || state === 'auth_required'

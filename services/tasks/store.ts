@@ -43,7 +43,10 @@ export interface SyncTaskStore {
  * and, with `tasks.backend: kvcache`, a Redis store sharing tasks between instances.
  */
 export interface TaskStore {
-  /** Stores a new task (version 1). Throws TaskStoreFull when the store is full of unfinished tasks. */
+  /**
+   * Stores a new task (version 1). Throws TaskStoreFull when the store is full of unfinished tasks, and
+   * LiveTaskLimit when its owner holds `tasks.max_live_per_principal` unfinished tasks.
+   */
   insert (record: StoredTask): Promise<void>
   get (id: string): Promise<StoredTask | null>
   /**
@@ -52,6 +55,17 @@ export interface TaskStore {
    */
   replace (next: StoredTask): Promise<boolean>
   list (query: TaskListQuery): Promise<TaskListPage>
+  /**
+   * Ids of the interrupted tasks (`input_required`, `auth_required`) last updated at or before `before` (ms since
+   * the epoch), oldest first: the task service cancels them (`tasks.interrupted_ttl`). An id is handed out once; a
+   * Redis store hands it out again a minute later should the task still be interrupted then.
+   */
+  claimInterrupted (before: number): Promise<string[]>
+  /**
+   * Memory store: makes room for `bytes` more of a task (a message that joins it) within `tasks.max_bytes`, or
+   * throws TaskStoreFull. Stores bounded otherwise (Redis' `maxmemory`) leave it out.
+   */
+  admit? (bytes: number): void
   /** Throws when the backend does not answer (used by `/ready`). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -12,7 +12,8 @@ import type { TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
 import { contextHistory } from './context-history.js'
 import { RunAbort, TurnContext } from './turn-context.js'
-import { canTransition, isSettled, isTerminal, isoTime } from './states.js'
+import { canTransition, isInterrupted, isSettled, isTerminal, isoTime } from './states.js'
+import { valueBytes } from './task-bytes.js'
 import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface TaskServiceOptions {
@@ -29,6 +30,8 @@ export interface TaskServiceOptions {
    * `tasks.lease_ttl`). Past it the run stops and leaves its lease to lapse, so that the reaper fails the task.
    */
   storeRetryMs?: number
+  /** `tasks.interrupted_ttl` in ms: an input_required or auth_required task left this long is canceled. */
+  interruptedTtlMs?: number
   now?: () => number
 }
 
@@ -41,6 +44,7 @@ export type StatusListener = (record: StoredTask, previous: TaskState) => void
 export const FAILED_MESSAGE = 'The agent failed while processing the task.'
 export const SHUTDOWN_MESSAGE = 'The server stopped before the task finished.'
 export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped before the task finished.'
+export const INTERRUPTED_EXPIRED_MESSAGE = 'The task waited for input longer than the server keeps a task waiting.'
 
 const STORAGE_UNAVAILABLE = 'A2A_ERR_STORAGE_UNAVAILABLE'
 
@@ -98,6 +102,7 @@ export class TaskService {
   readonly #toolsFor: (principal: Principal) => AgentTools
   readonly #leases: TaskLeases | undefined
   readonly #storeRetryMs: number
+  readonly #interruptedTtlMs: number
   readonly #now: () => number
   readonly #running = new Map<string, Run>()
   readonly #statusListeners: StatusListener[] = []
@@ -113,6 +118,7 @@ export class TaskService {
     this.#toolsFor = opts.toolsFor
     this.#leases = opts.leases
     this.#storeRetryMs = opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS
+    this.#interruptedTtlMs = opts.interruptedTtlMs ?? Infinity
     this.#now = opts.now ?? Date.now
     // A cancel made on another instance reaches the one running the task here.
     this.bus.onAbortRequest(id => this.#stop(id))
@@ -214,6 +220,8 @@ export class TaskService {
       throw invalidParams('params.message.contextId: does not match the task\'s contextId')
     }
     const entry = historyEntry(message, taskId, current.task.contextId)
+    // What a message adds counts against `tasks.max_bytes` as a new task does: refused (503) when it cannot fit.
+    this.store.admit?.(valueBytes(entry))
     // Queue first, then write the history: a run that is about to complete the task sees the message and goes on.
     const run = this.#running.get(taskId)
     run?.queue.push(entry)
@@ -277,6 +285,31 @@ export class TaskService {
     }
     if (failed.length > 0) this.#log.warn({ taskIds: failed }, 'tasks of a stopped instance failed')
     return failed
+  }
+
+  /**
+   * Cancels the interrupted tasks (input_required, auth_required) that have waited `tasks.interrupted_ttl` since
+   * their last update (CONTRACT.md §2): an abandoned conversation neither holds its owner's live-task allowance nor
+   * the store for ever. Returns the ids this call canceled.
+   */
+  async expireInterrupted (): Promise<string[]> {
+    const cutoff = this.#now() - this.#interruptedTtlMs
+    const canceled: string[] = []
+    for (const id of await this.store.claimInterrupted(cutoff)) {
+      try {
+        const before = await this.store.get(id)
+        if (before === null) continue
+        const after = await this.update(id, (task, record) => isInterrupted(task.status.state) && record.updatedAt <= cutoff
+          ? withStatus(task, 'canceled', this.#now(), agentMessage(task, INTERRUPTED_EXPIRED_MESSAGE))
+          : null)
+        if (after.version !== before.version) canceled.push(id)
+      } catch (err) {
+        // Redis hands the id out again a minute later; the memory store cannot fail here.
+        this.#log.warn({ err, taskId: id }, 'could not cancel an expired interrupted task')
+      }
+    }
+    if (canceled.length > 0) this.#log.info({ taskIds: canceled }, 'interrupted tasks expired')
+    return canceled
   }
 
   /**

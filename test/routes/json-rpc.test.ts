@@ -277,3 +277,12 @@ t.test('a host hook failing inside the agent route gets a JSON-RPC body: 4xx as 
   t.same(server.json(), { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } })
   t.notMatch(server.body, /host says no/)
 })
+
+t.test('CONTRACT.md §4: a request without an id (a notification) is served and answered with id null, errors too', async t => {
+  const app = await build(t)
+  const served = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', method: 'message/send', params: { message: userMessage('no id') } } })
+  t.equal(served.statusCode, 200)
+  t.match(served.json(), { jsonrpc: '2.0', id: null, result: { kind: 'task', status: { state: 'completed' } } })
+  const failed = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', method: 'tasks/get', params: {} } })
+  t.same(failed.json(), { jsonrpc: '2.0', id: null, error: { code: -32602, message: 'Invalid params', data: 'params.id: required' } })
+})

@@ -234,3 +234,90 @@ t.test('100,000 tasks that go terminal never hold more than maxTasks', async t =
   t.ok(await s.get('t99000'))
   t.equal((await s.list({ pageSize: 100 })).tasks[0].task.id, 't99999')
 })
+
+/** A record whose first message carries `size` characters of text. */
+function sized (id: string, size: number, opts: { owner?: string, state?: TaskState } = {}): StoredTask {
+  const r = record(id, opts)
+  const message = { kind: 'message' as const, role: 'user' as const, messageId: `m-${id}`, parts: [{ kind: 'text' as const, text: 'x'.repeat(size) }] }
+  return { ...r, task: { ...r.task, history: [message] } }
+}
+
+t.test('max_bytes: the oldest terminal tasks make room; with only unfinished ones left, a new task is refused', async t => {
+  const s = store(t, { maxBytes: 100_000, now: () => 1_000_000 })
+  const a = sized('a', 30_000)
+  s.insertNow(a)
+  await finish(s, a, 'completed')
+  const b = sized('b', 30_000)
+  s.insertNow(b)
+  await finish(s, b, 'completed')
+  s.insertNow(sized('live-1', 30_000))
+  t.ok(s.bytes > 90_000 && s.bytes <= 100_000, `about 90 KB held (${s.bytes})`)
+  s.insertNow(sized('live-2', 30_000))
+  t.equal(await s.get('a'), null, 'the least recently updated terminal task went first')
+  t.ok(await s.get('b'))
+  s.insertNow(sized('live-3', 10_000))
+  t.equal(await s.get('b'), null)
+  t.throws(() => s.insertNow(sized('live-4', 30_000)), TaskStoreFull, 'nothing left to evict')
+  t.ok(s.bytes <= 100_000, `never past the bound (${s.bytes})`)
+  t.throws(() => s.admit(30_000), TaskStoreFull, 'nor room for a message that would join a task')
+  t.doesNotThrow(() => s.admit(1_000))
+})
+
+t.test('max_bytes: a running task\'s own growth is never refused; terminal tasks are evicted for it', async t => {
+  const s = store(t, { maxBytes: 100_000, now: () => 1_000_000 })
+  const old = sized('old', 40_000)
+  s.insertNow(old)
+  await finish(s, old, 'completed')
+  const live = sized('live', 10_000)
+  s.insertNow(live)
+  const running = moved(live, 'in_progress')
+  t.equal(await s.replace(running), true)
+  const artifact = { artifactId: 'r', parts: [{ kind: 'text' as const, text: 'y'.repeat(70_000) }] }
+  const grown = { ...running, task: { ...running.task, artifacts: [artifact] }, version: running.version + 1 }
+  t.equal(await s.replace(grown), true)
+  t.equal(await s.get('old'), null, 'the terminal task made the room')
+  // Appending to the artifact counts what was appended only, and the total follows.
+  const before = s.bytes
+  const appended = { ...grown, task: { ...grown.task, artifacts: [{ ...artifact, parts: artifact.parts.concat([{ kind: 'text' as const, text: 'z'.repeat(5_000) }]) }] }, version: grown.version + 1 }
+  t.equal(await s.replace(appended), true)
+  t.ok(s.bytes - before > 5_000 && s.bytes - before < 5_200, `grew by the appended part (${s.bytes - before})`)
+  await s.replace(moved(appended, 'completed'))
+  s.insertNow(sized('next', 50_000))
+  t.equal(await s.get('live'), null, 'once finished, it is evicted like any other')
+  t.ok(s.bytes < 60_000, `${s.bytes}`)
+})
+
+t.test('max_live_per_principal: an owner at its limit of unfinished tasks is refused; others and finished tasks are not', async t => {
+  const s = store(t, { maxLivePerOwner: 2 })
+  const a1 = record('a1', { owner: 'alice' })
+  s.insertNow(a1)
+  s.insertNow(record('a2', { owner: 'alice' }))
+  t.throws(() => s.insertNow(record('a3', { owner: 'alice' })), { code: 'A2A_ERR_LIVE_TASK_LIMIT' })
+  s.insertNow(record('b1', { owner: 'bob' }))
+  s.insertNow(record('done', { owner: 'alice', state: 'rejected' }))
+  const input = moved(moved(a1, 'in_progress'), 'input_required')
+  await s.replace(moved(a1, 'in_progress'))
+  await s.replace(input)
+  t.throws(() => s.insertNow(record('a4', { owner: 'alice' })), { code: 'A2A_ERR_LIVE_TASK_LIMIT' }, 'an interrupted task still counts')
+  await s.replace(moved(input, 'canceled'))
+  t.doesNotThrow(() => s.insertNow(record('a5', { owner: 'alice' })), 'a finished task frees its place')
+})
+
+t.test('claimInterrupted hands out interrupted tasks by their last update, oldest first, once', async t => {
+  const s = store(t)
+  const at = (id: string, ms: number) => {
+    const r = record(id, { at: ms })
+    s.insertNow(r)
+    return r
+  }
+  const x = at('x', 100)
+  const y = at('y', 200)
+  const z = at('z', 300)
+  await s.replace(moved(y, 'input_required', 200))
+  await s.replace(moved(x, 'auth_required', 250))
+  await s.replace(moved(z, 'input_required', 300))
+  const zBack = moved(moved(z, 'input_required', 300), 'in_progress', 310)
+  await s.replace(zBack)
+  t.same(await s.claimInterrupted(299), ['y', 'x'])
+  t.same(await s.claimInterrupted(1_000), [], 'each once, and z is running again')
+})

@@ -56,7 +56,7 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
   await store.replace(moved(a, 'in_progress'))
 
   t.same((await client.keys('*')).sort(),
-    [`${PREFIX}all`, `${PREFIX}owner:alice`, `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
+    [`${PREFIX}all`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`, `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
   t.same(await client.hgetall(`${PREFIX}t:seq`), {
     record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress'
   })
@@ -203,4 +203,37 @@ t.test('the reasons are short and fixed: unreachable, timed out, closed, an erro
   await t.rejects(store.get('wrong'), { message: 'Storage unavailable: redis replied WRONGTYPE' })
   await t.rejects(store.replace(moved(record('wrong', clock().ms), 'in_progress')), { message: /^Storage unavailable: redis replied / })
   t.equal(await client.get(`${PREFIX}t:wrong`), 'a string, not a hash', 'the script wrote nothing')
+})
+
+t.test('max_live_per_principal: an insert past the owner\'s unfinished tasks is refused; a terminal write frees a place', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, maxLivePerOwner: 1 })
+  const c = clock()
+  const a = record('a', c.ms)
+  await store.insert(a)
+  await t.rejects(store.insert(record('b', c.ms)), { code: 'A2A_ERR_LIVE_TASK_LIMIT' })
+  t.equal(await store.get('b'), null, 'nothing of the refused task is stored')
+  await store.insert(record('other', c.ms, { owner: 'bob' }))
+  await store.insert(record('finished', c.ms, { state: 'rejected' }))
+  t.equal(await store.replace(moved(a, 'in_progress')), true)
+  t.equal(await store.replace(moved(moved(a, 'in_progress'), 'completed')), true)
+  await store.insert(record('c', c.ms))
+  t.same(await client.smembers(`${PREFIX}live:alice`), ['c'])
+})
+
+t.test('claimInterrupted hands out interrupted tasks by their last update, and again a minute later if still interrupted', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const x = record('x', 100)
+  const y = record('y', 200)
+  await store.insert(x)
+  await store.insert(y)
+  const xi = moved(x, 'input_required')
+  await store.replace({ ...xi, updatedAt: 150 })
+  await store.replace({ ...moved(y, 'auth_required'), updatedAt: 120 })
+  t.same(await store.claimInterrupted(160), ['y', 'x'])
+  t.same(await store.claimInterrupted(160), [])
+  t.same((await store.claimInterrupted(160 + 60_000)).sort(), ['x', 'y'], 'not canceled meanwhile: handed out again')
+  await store.replace({ ...moved({ ...xi, updatedAt: 150 }, 'canceled'), updatedAt: 200 })
+  t.same(await store.claimInterrupted(1e12), ['y'], 'a task that left the interrupted states is no longer handed out')
 })

@@ -16,8 +16,14 @@ import { logCapture, privateRedis, until } from '../../helper.js'
 class FaultyStore extends RedisTaskStore {
   refuse = 0
   lose = 0
+  /** Writes that lose their compare-and-set, as if another writer got there first. */
+  conflict = 0
 
   override async replace (next: StoredTask): Promise<boolean> {
+    if (this.conflict > 0) {
+      this.conflict--
+      return false
+    }
     if (this.refuse > 0) {
       this.refuse--
       throw new StorageUnavailable('redis replied OOM')
@@ -49,7 +55,7 @@ async function harness (t: Test, executor: AgentExecutor) {
     service.dispatch(record, ANONYMOUS)
     return { id: record.task.id, events }
   }
-  return { store, service, logs, start }
+  return { store, service, logs, start, client }
 }
 
 t.test('writes whose answers were lost after they landed are taken as done: nothing applied or published twice', async t => {
@@ -85,4 +91,32 @@ t.test('an executor event the state machine refuses still fails the task as the 
   await until(() => service.running === 0)
   t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'failed')
   t.match(logs.lines().filter(l => l.msg === 'agent executor failed'), [{ err: { code: 'A2A_ERR_ILLEGAL_TRANSITION' } }])
+})
+
+t.test('a write that loses its compare-and-set re-reads and applies again, in a run and from a request', async t => {
+  const { store, service, start } = await harness(t, async function * () { yield 'result' })
+  store.conflict = 2
+  const { id } = await start()
+  await until(() => service.running === 0)
+  const done = await service.get(id, ANONYMOUS)
+  t.equal(done.task.status.state, 'completed')
+  store.conflict = 1
+  const updated = await service.update(id, task => ({ ...task, metadata: { seen: true } }))
+  t.same(updated.task.metadata, { seen: true })
+  t.equal(updated.version, done.version + 1)
+})
+
+t.test('a task that vanishes from Redis while it runs ends its run with an error log', async t => {
+  let go!: () => void
+  const waiting = new Promise<void>(resolve => { go = resolve })
+  const { service, logs, start, client } = await harness(t, async function * () {
+    await waiting
+    yield 'late'
+  })
+  const { id } = await start()
+  await until(async () => (await service.get(id, ANONYMOUS)).task.status.state === 'in_progress')
+  await client.del(`s:t:${id}`)
+  go()
+  await until(() => service.running === 0)
+  t.match(logs.lines().filter(l => l.msg === 'task run failed'), [{ taskId: id, err: { code: 'A2A_ERR_TASK_NOT_FOUND' } }])
 })

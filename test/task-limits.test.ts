@@ -1,0 +1,119 @@
+import t, { type Test } from 'tap'
+import type { A2AConfigInput, AgentExecutor } from '../index.js'
+import { build, privateRedis, rpc, serve, until, userMessage } from './helper.js'
+
+const ALICE = 'key-alice-0123456789'
+const BOB = 'key-bob-9876543210'
+
+/** Asks for input on every message: each task waits, unfinished, until it is answered, canceled or expires. */
+const asking: AgentExecutor = async function * () {
+  yield { kind: 'status', state: 'input_required', message: 'and then?' }
+}
+
+function secured (tasks: Record<string, unknown>, extra: A2AConfigInput = {}): A2AConfigInput {
+  return {
+    security: {
+      enabled: true,
+      auth: { api_key: { keys: [{ key: ALICE, scopes: ['api:read'], id: 'alice' }, { key: BOB, scopes: ['api:read'], id: 'bob' }] } },
+      rate_limit: { requests_per_minute: 10_000, burst: 10_000 }
+    },
+    tasks,
+    ...extra
+  }
+}
+
+async function send (app: Awaited<ReturnType<typeof build>>, key: string, text = 'hi', extra: Record<string, unknown> = {}) {
+  const res = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': key }, payload: rpc('message/send', { message: userMessage(text, extra) }) })
+  return { status: res.statusCode, headers: res.headers, body: res.json() }
+}
+
+t.test('a store full of one principal\'s interrupted tasks refuses others only until interrupted_ttl cancels them', async t => {
+  const app = await build(t, { executor: asking, config: secured({ max_tasks: 50, interrupted_ttl: 0.5 }) })
+  const mine: string[] = []
+  for (let i = 0; i < 50; i++) mine.push((await send(app, ALICE)).body.result.id)
+  const refused = await send(app, BOB)
+  t.equal(refused.status, 503)
+  t.match(refused.body, { error: { code: -32603, data: 'task store is full' } })
+  t.equal(refused.headers['retry-after'], '1')
+  await until(async () => (await send(app, BOB)).status === 200, 1000)
+  const first = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': ALICE }, payload: rpc('tasks/get', { id: mine[0] }) })
+  const task = first.json().result
+  // Evicted to make room, or kept canceled: never still waiting.
+  if (task !== undefined) {
+    t.equal(task.status.state, 'canceled')
+    t.equal(task.status.message.parts[0].text, 'The task waited for input longer than the server keeps a task waiting.')
+  } else {
+    t.match(first.json(), { error: { code: -32001 } })
+  }
+})
+
+t.test('max_live_per_principal: one principal past its unfinished tasks gets 429 -32012; another is served', async t => {
+  const app = await build(t, { executor: asking, config: secured({ max_live_per_principal: 3 }) })
+  const ids: string[] = []
+  for (let i = 0; i < 3; i++) ids.push((await send(app, ALICE)).body.result.id)
+  const refused = await send(app, ALICE)
+  t.equal(refused.status, 429)
+  t.equal(refused.headers['retry-after'], '1')
+  t.match(refused.body, { error: { code: -32012, message: 'Too many unfinished tasks', data: 'tasks.max_live_per_principal reached' } })
+  t.equal((await send(app, BOB)).status, 200, 'bob has his own allowance')
+  const list = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': ALICE }, payload: rpc('tasks/list', {}) })
+  t.equal(list.json().result.tasks.length, 3, 'the refused send made no task')
+  // Answering a waiting task is no new task: it is allowed, and cancelling one frees a place.
+  t.equal((await send(app, ALICE, 'more', { taskId: ids[0] })).status, 200)
+  await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': ALICE }, payload: rpc('tasks/cancel', { id: ids[1] }) })
+  t.equal((await send(app, ALICE)).status, 200)
+})
+
+t.test('a message that joins a task counts against max_bytes: refused with 503 when only unfinished tasks fill it', async t => {
+  const app = await build(t, { executor: asking, config: { tasks: { max_bytes: 65_536 } } })
+  const call = async (method: string, params: unknown) => (await app.inject({ method: 'POST', url: '/', payload: rpc(method, params) })).json()
+  const task = (await call('message/send', { message: userMessage('x'.repeat(30_000)) })).result
+  const joined = await call('message/send', { message: userMessage('y'.repeat(40_000), { taskId: task.id }) })
+  t.match(joined, { error: { code: -32603, data: 'task store is full' } })
+  const now = (await call('tasks/get', { id: task.id })).result
+  t.equal(now.history.length, 1, 'the refused message was not appended')
+  t.equal(now.status.state, 'input_required', 'and the task still waits')
+  t.equal((await call('message/send', { message: userMessage('small', { taskId: task.id }) })).result.history.length, 2)
+})
+
+t.test('on Redis, max_live_per_principal holds and interrupted_ttl cancels waiting tasks, freeing the places', async t => {
+  const redis = await privateRedis(t)
+  const app = await build(t, {
+    executor: asking,
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', max_live_per_principal: 2, interrupted_ttl: 0.5 },
+      push_notifications: { backend: 'kvcache' },
+      server: { shutdown_timeout: 0.5 }
+    }
+  })
+  const call = async (method: string, params: unknown) => {
+    const res = await app.inject({ method: 'POST', url: '/', payload: rpc(method, params) })
+    return { status: res.statusCode, body: res.json() }
+  }
+  const a = (await call('message/send', { message: userMessage('a') })).body.result
+  await call('message/send', { message: userMessage('b') })
+  const refused = await call('message/send', { message: userMessage('c') })
+  t.equal(refused.status, 429)
+  t.match(refused.body, { error: { code: -32012 } })
+  await until(async () => (await call('tasks/get', { id: a.id })).body.result.status.state === 'canceled', 1000)
+  t.equal((await call('message/send', { message: userMessage('d') })).status, 200, 'the canceled tasks freed their places')
+})
+
+/** A standalone server with a small heap, for the memory bound. */
+async function smallHeap (t: Test) {
+  const dir = t.testdir({ 'agent.yml': 'agent:\n  name: Heap Agent\ntasks:\n  max_bytes: 67108864\n' })
+  return await serve(t, ['--config', `${dir}/agent.yml`], { _TAPJS_PROCESSINFO_COVERAGE_: '0' }, ['--max-old-space-size=160'])
+}
+
+t.test('4 MB messages, over and over, to a server with a 160 MB heap: bounded by max_bytes, never out of memory', async t => {
+  const server = await smallHeap(t)
+  const text = 'z'.repeat(4 * 1024 * 1024)
+  for (let i = 0; i < 60; i++) {
+    const res = await fetch(server.url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage(text) })) })
+    t.equal(res.status, 200, `send ${i}`)
+    t.equal(((await res.json()) as any).result.status.state, 'completed')
+  }
+  t.equal(server.child.exitCode, null, 'the server is still up')
+  t.equal((await fetch(server.url + '/health')).status, 200)
+})
