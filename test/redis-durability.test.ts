@@ -231,3 +231,20 @@ t.test('an outbox entry whose configs were deleted meanwhile is dropped without 
   await until(async () => await dead.client.zcard('a2a:task:outbox') === 0, 1000)
   t.equal(hook.received.length, 0)
 })
+
+t.test('with push notifications off, kvcache tasks keep no outbox', async t => {
+  const redis = await privateRedis(t)
+  const app = await build(t, {
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache' },
+      push_notifications: { enabled: false },
+      server: { shutdown_timeout: 0.5 }
+    }
+  })
+  t.equal((await call(app, 'message/send', { message: userMessage('x') })).body.result.status.state, 'completed')
+  const { Redis } = await import('ioredis')
+  const admin = new Redis(redis.port, '127.0.0.1')
+  t.teardown(() => admin.disconnect())
+  t.equal(await admin.exists('a2a:task:outbox'), 0)
+})
