@@ -37,6 +37,17 @@ const IDLE_MARGIN_S = 5
 /** Longer than the idle timeouts of the usual load balancers (60 s), so they close first. */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000
 
+/**
+ * `server.trust_proxy`, or `server.proxy_hops`, as Fastify's `trustProxy`. A hop count trusts that many addresses
+ * from the socket's end of X-Forwarded-For (1: the address the proxy in front added, never what the client wrote
+ * before it); Fastify itself trusts nothing for a number, so it is given as a function.
+ */
+function trustProxy (server: A2AConfig['server']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  const hops = server.proxy_hops
+  if (hops === 0) return server.trust_proxy
+  return (_address, hop) => hop < hops
+}
+
 /** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const logger: FastifyServerOptions['logger'] = {
@@ -57,7 +68,7 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     // An idle socket is closed: longer than a blocking send may wait, and than the gap between SSE keep-alives.
     connectionTimeout: (Math.max(config.server.request_timeout, config.server.heartbeat_interval) + IDLE_MARGIN_S) * 1000,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    trustProxy: config.server.trust_proxy,
+    trustProxy: trustProxy(config.server),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // The request logger is made when a request first logs at an enabled level; a route's own level or serializers

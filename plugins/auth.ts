@@ -76,6 +76,8 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       cacheTtlSeconds: oauth2.cache_ttl,
       timeoutSeconds: oauth2.timeout,
       hierarchy: security.scope_hierarchy,
+      userClaim: oauth2.user_claim,
+      principalPrefix: oauth2.principal_prefix,
       onCache: opts.onIntrospectionCache
     }, fastify.log.child({ component: 'introspection' }))
   const apiKeyHeader = security.auth.api_key.header.toLowerCase()
@@ -110,24 +112,54 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     return identify(request, apiKey, authorization)
   }
 
-  /** The principal of the credentials sent (there are some); a refusal when they match none. */
+  /**
+   * The principal of the credentials sent (there are some). Every credential presented must verify: one that does
+   * not is refused (401) and counted against the address, whatever else the request carries, so that a valid
+   * credential cannot shelter guesses of another. With both, the API key names the principal (CONTRACT.md §9 order).
+   */
   function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
-    let principal: Principal | null = null
-    let scheme = 'none'
-    if (typeof apiKey === 'string') {
-      scheme = 'api_key'
-      principal = verifier.apiKey(apiKey)
+    let keyed: Principal | null = null
+    if (apiKey !== undefined) {
+      keyed = typeof apiKey === 'string' ? verifier.apiKey(apiKey) : null
+      if (keyed === null) return refuse(request, 'api_key', 'invalid credentials', true)
+      if (authorization === undefined) return keyed
     }
-    if (principal === null && typeof authorization === 'string') {
-      const token = BEARER.exec(authorization)?.[1]
-      if (token === undefined) return refuse(request, 'bearer', 'the Authorization header is not a Bearer token', true)
-      scheme = 'bearer'
-      principal = verifier.bearer(token) ?? verifier.apiKey(token)
-      if (principal === null && introspection !== undefined) {
-        return introspection.introspect(token).then(result => result.ok ? result.principal : refuse(request, 'oauth2', result.reason, true))
-      }
+    const token = BEARER.exec(authorization as string)?.[1]
+    if (token === undefined) return refuse(request, 'bearer', 'the Authorization header is not a Bearer token', true)
+    const known = verifier.bearer(token) ?? verifier.apiKey(token)
+    if (known !== null) return keyed ?? known
+    if (introspection === undefined) return refuse(request, 'bearer', 'invalid credentials', true)
+    return introspect(request, token).then(principal => keyed ?? principal)
+  }
+
+  /**
+   * A token checked at the identity provider. A lookup that has to ask it is counted as a failed attempt first and
+   * forgiven once the token proves good: concurrent guesses cannot all pass the failure limit before any of them
+   * fails, so at most `failed_auth_per_minute` of an address's lookups reach the provider in a window.
+   */
+  async function introspect (request: FastifyRequest, token: string): Promise<Principal> {
+    const client = introspection as IntrospectionClient
+    const known = client.cached(token)
+    if (known !== undefined) return known.ok ? known.principal : refuse(request, 'oauth2', known.reason, true)
+    const wait = await failures.reserve(request.ip)
+    if (wait > 0) {
+      audit.warn({ principal: null, scheme: 'oauth2', method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
+      throw rateLimited(wait, 'too many failed authentications from this address')
     }
-    return principal ?? refuse(request, scheme, 'invalid credentials', true)
+    let result
+    try {
+      result = await client.introspect(token)
+    } catch (err) {
+      // The provider failed, not the caller: the attempt is not held against the address.
+      await failures.forgive(request.ip)
+      throw err
+    }
+    if (result.ok) {
+      await failures.forgive(request.ip)
+      return result.principal
+    }
+    audit.warn({ principal: null, scheme: 'oauth2', method: null, outcome: 'failure', reason: result.reason, ip: request.ip }, 'auth failure')
+    throw unauthenticated(result.reason, true)
   }
 
   const buckets = opts.buckets

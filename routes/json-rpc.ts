@@ -66,6 +66,8 @@ function frameworkError (err: FastifyError): JsonRpcError {
 /** The JSON-RPC error a failure of this route context answers with (its id, when it is known, is on the error). */
 function routeError (err: FastifyError | JsonRpcError, request: FastifyRequest): JsonRpcError {
   if (err instanceof JsonRpcError) return err
+  // Redis failing under the auth hook's limits: the documented 503 with Retry-After, as in a method (CONTRACT.md §8.1).
+  if (err.code === 'A2A_ERR_STORAGE_UNAVAILABLE') return toJsonRpcError(err, request.log)
   if (typeof err.statusCode === 'number' && err.statusCode < 500) return frameworkError(err)
   request.log.error({ err }, 'json-rpc route failed')
   return new JsonRpcError(RpcCode.internalError, 'Internal error')

@@ -68,10 +68,16 @@ export const ServerConfigSchema = obj({
   heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
   shutdown_timeout: Type.Number({ default: 10, minimum: 0 }),
   /**
-   * Standalone server: whether to trust X-Forwarded-For from a proxy in front (Fastify's `trustProxy`): false, true
-   * (any proxy), or the proxies' addresses and CIDRs. The client IP it yields keys the failed-authentication limit.
+   * Standalone server: whether to trust X-Forwarded-For from a proxy in front (Fastify's `trustProxy`): false, the
+   * proxies' addresses and CIDRs, or true (every address in the header, which lets a client choose its own: only
+   * behind a proxy that overwrites the header). The client IP it yields keys the failed-authentication limit.
    */
-  trust_proxy: Type.Union([Type.Boolean(), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })], { default: false })
+  trust_proxy: Type.Union([Type.Boolean(), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })], { default: false }),
+  /**
+   * Standalone server: the number of proxies in front, trusted by position instead (`trust_proxy` must then be
+   * false): 1 takes the last X-Forwarded-For address, the one the proxy added, never what the client wrote. 0: off.
+   */
+  proxy_hops: Int(0, { minimum: 0 })
 })
 
 export const ProtocolConfigSchema = obj({
@@ -98,7 +104,11 @@ export const OAuth2ConfigSchema = Type.Object({
   client_secret: Type.String({ minLength: 1 }),
   required_scopes: StrList(),
   cache_ttl: Int(60, { minimum: 0 }),
-  timeout: Type.Number({ default: 5, exclusiveMinimum: 0 })
+  timeout: Type.Number({ default: 5, exclusiveMinimum: 0 }),
+  /** The introspection answer's field that names the caller; never `username` unless configured so. */
+  user_claim: Str('sub', { minLength: 1 }),
+  /** Put before that name to make the principal id, so IdP names never own static credentials' tasks; "" maps them together. */
+  principal_prefix: Str('oauth2:')
 }, { additionalProperties: false })
 
 export const SecurityConfigSchema = obj({

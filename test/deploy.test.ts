@@ -36,6 +36,11 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   t.equal(config.tasks.backend, 'kvcache')
   t.equal(config.push_notifications.backend, 'kvcache')
   t.equal(config.services.cache.url, 'redis://redis:6379/0')
+  // The client cannot choose its address: nginx overwrites the header, and the agents trust that one hop only.
+  t.match(nginx, /proxy_set_header X-Forwarded-For \$remote_addr;/)
+  t.notMatch(nginx, /proxy_add_x_forwarded_for/)
+  t.equal(config.server.proxy_hops, 1)
+  t.equal(config.server.trust_proxy, false)
   const maxBody = Number(/client_max_body_size (\d+)m;/.exec(nginx)?.[1]) * 1024 * 1024
   t.equal(maxBody, config.server.max_request_size, 'nginx lets through what the agent accepts')
 })

@@ -55,6 +55,12 @@ t.test('server.trust_proxy decides whose address the failed-authentication limit
     t.equal((await bad(app, '203.0.113.1')).statusCode, 429, `${JSON.stringify(trust)}: the forwarded client is limited`)
     t.equal((await bad(app, '203.0.113.2')).statusCode, 401, `${JSON.stringify(trust)}: another client behind the proxy is not`)
   }
+  // One trusted hop takes the address the proxy added last; what the client wrote before it changes nothing.
+  const hop = await createServer(validateConfig({ server: { log_level: 'silent', proxy_hops: 1 }, security }))
+  t.teardown(() => hop.close())
+  t.equal((await bad(hop, '198.51.100.7, 203.0.113.1')).statusCode, 401)
+  t.equal((await bad(hop, '198.51.100.8, 203.0.113.1')).statusCode, 429, '1: a client rotating its own X-Forwarded-For is still limited')
+  t.equal((await bad(hop, '203.0.113.1, 203.0.113.2')).statusCode, 401, '1: and cannot lock out another address by naming it')
   const direct = await createServer(validateConfig({ server: { log_level: 'silent' }, security }))
   t.teardown(() => direct.close())
   t.equal((await bad(direct, '203.0.113.1')).statusCode, 401)

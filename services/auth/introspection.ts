@@ -28,6 +28,10 @@ export interface IntrospectionOptions {
   maxCacheEntries?: number
   /** Told whether each lookup was answered from the cache (metrics); absent, nothing is called. */
   onCache?: (result: 'hit' | 'miss') => void
+  /** `security.auth.oauth2.user_claim`: the introspection field that names the caller. Default `sub`. */
+  userClaim?: string
+  /** `security.auth.oauth2.principal_prefix`: put before that name to make the principal id. Default `oauth2:`. */
+  principalPrefix?: string
 }
 
 export type IntrospectionResult =
@@ -63,10 +67,10 @@ function scopesOf (body: Record<string, unknown>): string[] {
   return []
 }
 
-function subjectOf (body: Record<string, unknown>): string | undefined {
-  if (typeof body.sub === 'string' && body.sub !== '') return body.sub
-  if (typeof body.username === 'string' && body.username !== '') return body.username
-  return undefined
+/** The identity of the token: its `claim` (`sub` unless configured), never a name the token merely carries. */
+function subjectOf (body: Record<string, unknown>, claim: string): string | undefined {
+  const value = body[claim]
+  return typeof value === 'string' && value !== '' ? value : undefined
 }
 
 /**
@@ -128,20 +132,33 @@ export class IntrospectionClient {
    */
   async introspect (token: string): Promise<IntrospectionResult> {
     const key = digest(token).toString('hex')
-    const hit = this.#cache.get(key)
-    if (hit !== undefined) {
-      if (this.#now() < hit.expiresAt) {
-        this.#opts.onCache?.('hit')
-        return hit.result
-      }
-      this.#cache.delete(key)
-    }
+    const hit = this.#hit(key)
+    if (hit !== undefined) return hit
     this.#opts.onCache?.('miss')
     const pending = this.#inFlight.get(key)
     if (pending !== undefined) return pending
     const lookup = this.#lookup(token, key).finally(() => this.#inFlight.delete(key))
     this.#inFlight.set(key, lookup)
     return lookup
+  }
+
+  /**
+   * The cached result for the token, at once, when there is one: what `introspect` would answer without asking the
+   * identity provider. Undefined when it would have to ask.
+   */
+  cached (token: string): IntrospectionResult | undefined {
+    return this.#hit(digest(token).toString('hex'))
+  }
+
+  #hit (key: string): IntrospectionResult | undefined {
+    const hit = this.#cache.get(key)
+    if (hit === undefined) return undefined
+    if (this.#now() >= hit.expiresAt) {
+      this.#cache.delete(key)
+      return undefined
+    }
+    this.#opts.onCache?.('hit')
+    return hit.result
   }
 
   /** Forgets cached results and closes kept-alive connections. */
@@ -206,9 +223,11 @@ export class IntrospectionClient {
       expMs = body.exp * 1000
       if (expMs <= now) return invalid('token has expired')
     }
-    const subject = subjectOf(body)
+    const subject = subjectOf(body, this.#opts.userClaim ?? 'sub')
     if (subject === undefined) return invalid('token has no subject')
-    const principal = createPrincipal(subject, 'oauth2', scopesOf(body), this.#opts.hierarchy)
+    // Namespaced: a token's subject never names the owner of an API key's or a static token's tasks unless the
+    // config maps them together (`principal_prefix: ""`).
+    const principal = createPrincipal((this.#opts.principalPrefix ?? 'oauth2:') + subject, 'oauth2', scopesOf(body), this.#opts.hierarchy)
     const missing = missingScopes(principal, this.#opts.requiredScopes)
     if (missing.length > 0) return invalid(`missing required scope ${missing.join(', ')}`, missing)
     return { result: { ok: true, principal }, expMs }

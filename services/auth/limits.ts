@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
+import { StorageUnavailable } from '../errors.js'
 
 /** The answer of a limiter: allowed or not, and when to come back. */
 export interface LimitResult {
@@ -27,6 +28,13 @@ export interface FailureWindows {
   /** Ms until the IP may try again; 0 when it may. At once in memory, a promise from Redis. */
   blocked (ip: string): number | Promise<number>
   fail (ip: string): Promise<void>
+  /**
+   * Counts an attempt as failed before it is checked (an introspection, which takes time): so that concurrent
+   * attempts cannot all pass `blocked` before any of them has failed. Ms until the IP may try again when this one
+   * is past the limit (it is refused), else 0; `forgive` takes the count back once the attempt has succeeded.
+   */
+  reserve (ip: string): Promise<number>
+  forgive (ip: string): Promise<void>
 }
 
 export interface BucketOptions {
@@ -111,7 +119,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   }
 
   async take (key: string): Promise<LimitResult> {
-    const [allowed, tokens] = await this.#client.eval(TAKE_SCRIPT, 1, this.#prefix + key, this.#burst, this.#rate) as [number, string]
+    const [allowed, tokens] = await stored(this.#client.eval(TAKE_SCRIPT, 1, this.#prefix + key, this.#burst, this.#rate)) as [number, string]
     const bucket = { tokens: Number(tokens) }
     if (allowed === 1) return { allowed: true, remaining: Math.floor(bucket.tokens), retryAfterMs: 0 }
     return { allowed: false, remaining: 0, retryAfterMs: Math.ceil((1 - bucket.tokens) / this.#rate) }
@@ -137,12 +145,44 @@ export class MemoryFailureWindows implements FailureWindows {
   }
 
   async fail (ip: string): Promise<void> {
-    const now = this.#now()
+    this.#count(ip)
+  }
+
+  async reserve (ip: string): Promise<number> {
+    const w = this.#count(ip)
+    return w.count > this.#limit ? w.resetAt - this.#now() : 0
+  }
+
+  async forgive (ip: string): Promise<void> {
     const w = this.#windows.get(ip)
-    if (w === undefined || w.resetAt <= now) this.#windows.set(ip, { count: 1, resetAt: now + MINUTE_MS })
-    else w.count++
+    if (w !== undefined && w.resetAt > this.#now() && w.count > 0) w.count--
+  }
+
+  #count (ip: string): { count: number, resetAt: number } {
+    const now = this.#now()
+    let w = this.#windows.get(ip)
+    if (w === undefined || w.resetAt <= now) {
+      w = { count: 1, resetAt: now + MINUTE_MS }
+      this.#windows.set(ip, w)
+    } else {
+      w.count++
+    }
+    return w
   }
 }
+
+// KEYS[1] the IP's window. Counts one attempt; replies {count, ms left in the window}.
+const RESERVE_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1], 'NX')
+return { count, redis.call('PTTL', KEYS[1]) }
+`
+
+// KEYS[1] the IP's window. Takes one attempt back, if the window still holds one.
+const FORGIVE_SCRIPT = `
+if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
+return 1
+`
 
 export class RedisFailureWindows implements FailureWindows {
   readonly #client: Redis
@@ -156,12 +196,30 @@ export class RedisFailureWindows implements FailureWindows {
   }
 
   async blocked (ip: string): Promise<number> {
-    const [count, ttl] = await this.#client.multi().get(this.#prefix + ip).pttl(this.#prefix + ip).exec() as Array<[Error | null, unknown]>
+    const [count, ttl] = await stored(this.#client.multi().get(this.#prefix + ip).pttl(this.#prefix + ip).exec()) as Array<[Error | null, unknown]>
     if (Number(count[1] ?? 0) < this.#limit) return 0
     return Math.max(1, Number(ttl[1]))
   }
 
   async fail (ip: string): Promise<void> {
-    await this.#client.multi().incr(this.#prefix + ip).pexpire(this.#prefix + ip, MINUTE_MS, 'NX').exec()
+    await stored(this.#client.multi().incr(this.#prefix + ip).pexpire(this.#prefix + ip, MINUTE_MS, 'NX').exec())
+  }
+
+  async reserve (ip: string): Promise<number> {
+    const [count, ttl] = await stored(this.#client.eval(RESERVE_SCRIPT, 1, this.#prefix + ip, MINUTE_MS)) as [number, number]
+    return count > this.#limit ? Math.max(1, ttl) : 0
+  }
+
+  async forgive (ip: string): Promise<void> {
+    await stored(this.#client.eval(FORGIVE_SCRIPT, 1, this.#prefix + ip))
+  }
+}
+
+/** A Redis call of the limits: a failure is StorageUnavailable, answered 503 with Retry-After (CONTRACT.md §8.1). */
+async function stored<T> (call: Promise<T>): Promise<T> {
+  try {
+    return await call
+  } catch (err) {
+    throw new StorageUnavailable((err as Error).message)
   }
 }

@@ -93,6 +93,8 @@ server:
   # Behind a load balancer: trust its X-Forwarded-For for the client address (rate limits per IP use it).
   # false | true (any proxy) | a list of the proxies' addresses or CIDRs, e.g. [10.0.0.0/8].
   trust_proxy: ${y(d.server.trust_proxy)}
+  # Or the number of proxies in front, trusted by position (1: the address the proxy added); 0 is off.
+  proxy_hops: ${y(d.server.proxy_hops)}
 
 protocol:
   # default: the service's own task state names. a2a: A2A v0.3 state names and stream event kinds.
@@ -129,6 +131,8 @@ security:
     #   required_scopes: [api:read]
     #   cache_ttl: 60          # seconds a result is cached, never past the token's exp
     #   timeout: 5             # seconds per introspection call
+    #   user_claim: sub        # the field that names the caller
+    #   principal_prefix: "oauth2:"   # the principal id is this + that name; "" shares names with the static credentials
   # Scopes that grant other scopes, transitively; "*" grants everything.
   scope_hierarchy:${lists('    ', d.security.scope_hierarchy)}
   # scope_hierarchy:

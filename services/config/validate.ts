@@ -87,6 +87,9 @@ function semanticProblems (config: A2AConfig): string[] {
       problems.push(`${section}.backend: kvcache needs a services entry with type: cache`)
     }
   }
+  if (config.server.proxy_hops > 0 && config.server.trust_proxy !== false) {
+    problems.push('server.proxy_hops: set either proxy_hops or trust_proxy, not both')
+  }
   // Any instance may deliver a task's webhooks (CONTRACT.md §10), so every instance must see its push configs.
   if (config.tasks.backend === 'kvcache' && config.push_notifications.enabled && config.push_notifications.backend !== 'kvcache') {
     problems.push('push_notifications.backend: must be kvcache when tasks.backend is kvcache (instances share webhook delivery)')

@@ -170,7 +170,7 @@ t.test('OAuth2 tokens are introspected once, cached, and checked for required sc
   t.match(weak.body.error, { code: -32010, data: /api:read/ })
   const inactive = await post(app, rpc('status'), { authorization: 'Bearer tok-unknown' })
   t.equal(inactive.status, 401)
-  const success = logs.lines().find(l => l.msg === 'auth success' && l.principal === 'carol')
+  const success = logs.lines().find(l => l.msg === 'auth success' && l.principal === 'oauth2:carol')
   t.match(success, { audit: true, scheme: 'oauth2', method: 'capabilities', outcome: 'success' })
   t.notMatch(logs.text(), /tok-good|tok-weak|idp-client-secret/)
 })

@@ -81,15 +81,24 @@ t.test('scopes come from a space-separated scope string or a scopes array', asyn
   t.equal(none.ok && none.principal.scopes.size, 0)
 })
 
-t.test('the user is sub, else username, and a token with neither is invalid', async t => {
+t.test('the user is sub only, namespaced oauth2:; a username alone names nobody', async t => {
   const idp = await stubIdp(t)
   idp.tokens.set('both', { active: true, sub: 'the-sub', username: 'the-username' })
   idp.tokens.set('username', { active: true, sub: '', username: 'bob' })
   idp.tokens.set('neither', { active: true, username: 42 })
   const { c } = client(t, idp)
-  t.match(await c.introspect('both'), { ok: true, principal: { id: 'the-sub' } })
-  t.match(await c.introspect('username'), { ok: true, principal: { id: 'bob' } })
+  t.match(await c.introspect('both'), { ok: true, principal: { id: 'oauth2:the-sub' } })
+  t.same(await c.introspect('username'), { ok: false, reason: 'token has no subject' })
   t.same(await c.introspect('neither'), { ok: false, reason: 'token has no subject' })
+})
+
+t.test('user_claim and principal_prefix name the caller as configured', async t => {
+  const idp = await stubIdp(t)
+  idp.tokens.set('named', { active: true, sub: 'x-1', email: 'carol@example.com' })
+  const { c } = client(t, idp, { userClaim: 'email', principalPrefix: 'idp/' })
+  t.match(await c.introspect('named'), { ok: true, principal: { id: 'idp/carol@example.com' } })
+  t.match(c.cached('named'), { ok: true, principal: { id: 'idp/carol@example.com' } }, 'and the result is cached')
+  t.equal(c.cached('never-seen'), undefined)
 })
 
 t.test('an inactive or unknown token is invalid', async t => {
