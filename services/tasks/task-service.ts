@@ -108,6 +108,8 @@ export class TaskService {
   readonly #statusListeners: StatusListener[] = []
   readonly #createListeners: Array<(record: StoredTask) => void> = []
   readonly #beforeReap: Array<() => Promise<unknown>> = []
+  /** The sender of a message queued behind a running turn, when it is not the run's starter. */
+  readonly #senders = new WeakMap<Message, Principal>()
   #draining: Promise<void> | undefined
 
   constructor (opts: TaskServiceOptions) {
@@ -199,6 +201,7 @@ export class TaskService {
     const message = record.task.history[record.task.history.length - 1]
     const existing = this.#running.get(record.task.id)
     if (existing !== undefined) {
+      this.#senders.set(message, principal)
       existing.queue.push(message)
       return
     }
@@ -223,7 +226,9 @@ export class TaskService {
     // What a message adds counts against `tasks.max_bytes` as a new task does: refused (503) when it cannot fit.
     this.store.admit?.(valueBytes(entry))
     // Queue first, then write the history: a run that is about to complete the task sees the message and goes on.
+    // Its turn runs as its sender, not as whoever started the run (tools, scopes and audit are the sender's).
     const run = this.#running.get(taskId)
+    this.#senders.set(entry, principal)
     run?.queue.push(entry)
     let record: StoredTask
     try {
@@ -566,13 +571,14 @@ export class TaskService {
     const taskId = record.task.id
     const turn: Turn = { resultArtifactId: undefined }
     const state: TaskState = record.task.status.state
+    const sender = this.#senders.get(message) ?? run.principal
     let outcome: MaybePromise<TaskState>
     try {
       const result = this.#executor(new TurnContext({
         task: record.task,
         message,
-        principal: run.principal,
-        tools: this.#toolsFor(run.principal),
+        principal: sender,
+        tools: this.#toolsFor(sender),
         log: this.#log,
         abort: run.abort,
         contextHistory: limit => contextHistory(this.store, record, limit)

@@ -37,7 +37,7 @@ class FaultyStore extends RedisTaskStore {
   }
 }
 
-async function harness (t: Test, executor: AgentExecutor) {
+async function harness (t: Test, executor: AgentExecutor, interruptedTtlMs?: number) {
   const redis = await privateRedis(t)
   const { Redis } = await import('ioredis')
   const client = new Redis(redis.url)
@@ -45,7 +45,7 @@ async function harness (t: Test, executor: AgentExecutor) {
   const store = new FaultyStore(client, { keyPrefix: 's:', ttlSeconds: 60 })
   const bus = new MemoryTaskEventBus()
   const logs = logCapture()
-  const service = new TaskService({ store, bus, executor, log: pino(logs.stream), toolsFor: () => ({ available: () => [], call: async () => ({}) }) })
+  const service = new TaskService({ store, bus, executor, interruptedTtlMs, log: pino(logs.stream), toolsFor: () => ({ available: () => [], call: async () => ({}) }) })
   t.teardown(() => service.drain(0))
   const message = { kind: 'message' as const, role: 'user' as const, messageId: 'm1', parts: [{ kind: 'text' as const, text: 'go' }] }
   const start = async () => {
@@ -119,4 +119,16 @@ t.test('a task that vanishes from Redis while it runs ends its run with an error
   go()
   await until(() => service.running === 0)
   t.match(logs.lines().filter(l => l.msg === 'task run failed'), [{ taskId: id, err: { code: 'A2A_ERR_TASK_NOT_FOUND' } }])
+})
+
+t.test('an interrupted task the store will not let be canceled is logged and handed out again later', async t => {
+  const { store, service, logs, start, client } = await harness(t, async function * () { yield { kind: 'status', state: 'input_required' } }, 0)
+  const { id } = await start()
+  await until(async () => (await service.get(id, ANONYMOUS)).task.status.state === 'input_required')
+  store.refuse = 1
+  t.same(await service.expireInterrupted(), [])
+  t.match(logs.lines().filter(l => l.msg === 'could not cancel an expired interrupted task'), [{ taskId: id }])
+  await client.zadd('s:interrupted', 0, id)
+  t.same(await service.expireInterrupted(), [id], 'canceled once the store takes the write')
+  t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'canceled')
 })
