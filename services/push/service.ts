@@ -6,6 +6,9 @@ import type { UrlPolicy } from './url-policy.js'
 /** CONTRACT.md §5: at most this many push configs per task. */
 export const MAX_CONFIGS_PER_TASK = 10
 
+/** What Node accepts in a header value: tab, visible ASCII and space, and the bytes 0x80-0xFF. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+
 /** The authentication schemes a delivery can carry (the seed: `Bearer`, `ApiKey`), matched without case. */
 const SCHEMES = new Set(['bearer', 'apikey'])
 
@@ -35,6 +38,15 @@ export class PushService {
   check (config: PushNotificationConfig, field: string): void {
     const url = this.#policy.checkUrl(config.url)
     if (!url.ok) throw invalidParams(`${field}.${url.reason}`)
+    // Each is sent as a header value on every delivery: one that cannot be (CR, LF, other control characters)
+    // would fail every attempt, so it is refused here, where the client learns of it.
+    if (config.token !== undefined && !HEADER_VALUE.test(config.token)) {
+      throw invalidParams(`${field}.token: must be a valid header value (no CR, LF or other control characters)`)
+    }
+    const credentials = config.authentication?.credentials
+    if (credentials !== undefined && !HEADER_VALUE.test(credentials)) {
+      throw invalidParams(`${field}.authentication.credentials: must be a valid header value (no CR, LF or other control characters)`)
+    }
     const schemes = config.authentication?.schemes
     if (schemes !== undefined) {
       const unknown = schemes.filter(s => !SCHEMES.has(s.toLowerCase()))

@@ -280,3 +280,21 @@ t.test('message/stream may bring a push config too', async t => {
   t.equal(res.events[res.events.length - 1].result.status.state, 'completed')
   await until(() => hook.received.length === 2)
 })
+
+t.test('a token or credentials that cannot be a header value are refused at set with -32602 naming the field', async t => {
+  const app = await build(t)
+  const task = (await call(app, 'message/send', { message: userMessage('x') })).body.result
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ token: 'a\r\nX-Injected: 1' }, 'params.pushNotificationConfig.token'],
+    [{ token: 'nul\u0000' }, 'params.pushNotificationConfig.token'],
+    [{ authentication: { schemes: ['Bearer'], credentials: 'secret\nmore' } }, 'params.pushNotificationConfig.authentication.credentials'],
+    [{ authentication: { schemes: ['ApiKey'], credentials: 'snow\u2603man' } }, 'params.pushNotificationConfig.authentication.credentials']
+  ]
+  for (const [extra, field] of cases) {
+    const res = await call(app, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://hooks.example.com/h', ...extra } })
+    t.match(res.body.error, { code: -32602, data: new RegExp(`^${field.replace(/\./g, '\\.')}: must be a valid header value`) }, field)
+  }
+  t.same((await call(app, 'tasks/pushNotificationConfig/list', { id: task.id })).body.result, [], 'nothing was stored')
+  const ok = await call(app, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://hooks.example.com/h', token: 'tab\tand latin-1 \u00e9' } })
+  t.equal(ok.body.result.pushNotificationConfig.token, 'tab\tand latin-1 \u00e9')
+})
