@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
@@ -8,6 +9,17 @@ export interface WellKnownRoutesOptions {
   cardPrefix: string
   /** Readiness checks by name: each throws when its backend does not answer. */
   checks: Record<string, () => Promise<void>>
+}
+
+/** CONTRACT.md §11.5: the card may be cached for five minutes. */
+const CARD_CACHE_CONTROL = 'public, max-age=300'
+
+/** A Host that is a host and an optional port: a DNS name, an IPv4 address or a bracketed IPv6 one. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/
+
+/** A strong validator of the card's bytes. */
+function etag (body: string): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 }
 
 /** How long one readiness check may take before the backend counts as down. */
@@ -59,13 +71,31 @@ const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fasti
     return { status: ok ? 'ready' : 'unavailable', checks }
   })
 
+  const configured = JSON.stringify(card)
+  const fixedTag = fixed === undefined ? undefined : etag(fixed)
   for (const cardPath of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {
     fastify.get(cardPath, async function (request, reply) {
+      let body = fixed
+      let tag = fixedTag
+      if (body === undefined) {
+        // Without agent.url, the card points where the client reached us (port mappings, port 0, proxies), but only
+        // through a Host that is a host and a port: anything else gets the configured address, never an echo.
+        const host = request.host
+        if (HOST.test(host)) {
+          const url = `${request.protocol === 'https' ? 'https' : 'http'}://${host}${path}`
+          body = JSON.stringify({ ...card, url, additionalInterfaces: [{ url, transport: 'JSONRPC' }] })
+        } else {
+          body = configured
+        }
+        tag = etag(body)
+        // The card differs by Host: a cache must not hand one client's card to another.
+        reply.header('vary', 'Host')
+      }
+      reply.header('cache-control', CARD_CACHE_CONTROL)
+      reply.header('etag', tag)
+      if (request.headers['if-none-match'] === tag) return reply.code(304).send()
       reply.type('application/json; charset=utf-8')
-      if (fixed !== undefined) return reply.send(fixed)
-      // Without agent.url, the card points where the client reached us (port mappings, port 0, proxies).
-      const url = `${request.protocol}://${request.host}${path}`
-      return reply.send(JSON.stringify({ ...card, url, additionalInterfaces: [{ url, transport: 'JSONRPC' }] }))
+      return reply.send(body)
     })
   }
 }

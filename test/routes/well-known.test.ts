@@ -59,3 +59,33 @@ t.test('the card lists configured skills, agent.url, and pushNotifications false
   t.same(card.skills, [{ id: 's1', name: 'Skill one', description: '', tags: ['x'], examples: ['e'] }])
   t.equal(card.capabilities.pushNotifications, false)
 })
+
+t.test('the card builds its URL only from a Host that is a host and a port, and says how to cache it', async t => {
+  const app = await build(t)
+  const get = (host: string, headers: Record<string, string> = {}) => app.inject({ url: '/.well-known/agent-card.json', headers: { host, ...headers } })
+  const good = await get('agents.example.com:7201')
+  t.equal(good.json().url, 'http://agents.example.com:7201/')
+  t.equal(good.headers['cache-control'], 'public, max-age=300')
+  t.equal(good.headers.vary, 'Host')
+  t.match(good.headers.etag, /^"[\w-]{27}"$/)
+  for (const evil of ['127.0.0.1:7201/evil?x=', 'a b', 'x"y', 'evil.com@host', 'host:99999999', 'host/']) {
+    const res = await get(evil)
+    t.equal(res.statusCode, 200, evil)
+    t.equal(res.json().url, 'http://127.0.0.1:8000/', `${evil}: the configured address, never an echo`)
+    t.notMatch(res.body, 'evil', evil)
+  }
+  t.equal((await get('[::1]:8000')).json().url, 'http://[::1]:8000/')
+  const again = await get('agents.example.com:7201', { 'if-none-match': String(good.headers.etag) })
+  t.equal(again.statusCode, 304, 'a client holding the card gets 304')
+  t.equal(again.body, '')
+  t.not((await get('other.example.com')).headers.etag, good.headers.etag, 'another host, another card')
+})
+
+t.test('with agent.url the card is fixed: one ETag, no Vary', async t => {
+  const app = await build(t, { config: { agent: { name: 'A', url: 'https://agents.example.com/a/' } } })
+  const one = await app.inject({ url: '/.well-known/agent-card.json', headers: { host: 'x.example.com' } })
+  const two = await app.inject({ url: '/.well-known/agent.json', headers: { host: 'y.example.com' } })
+  t.equal(one.headers.etag, two.headers.etag)
+  t.equal(one.headers.vary, undefined)
+  t.equal(one.json().url, 'https://agents.example.com/a/')
+})
