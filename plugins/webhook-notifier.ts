@@ -69,11 +69,14 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     // Instances share tasks, so a delivery must outlive the instance that queued it (CONTRACT.md §10). BullMQ is
     // loaded only then.
     const { DurableDeliveryQueue } = await import('../services/push/durable-queue.js')
-    // Push configs in Redis: the task store records each state change of a task with configs in the outbox, in the
-    // write's own script; every instance relays what a dead writer left there (CONTRACT.md §10).
-    const outbox = settings.enabled
-      ? new RedisPushOutbox(redis, { taskKeyPrefix: config.tasks.key_prefix, graceMs: outboxGraceMs(config.tasks.lease_ttl), log: fastify.log.child({ component: 'push-outbox' }) })
-      : undefined
+    // This plugin is registered only while push is on, and then push configs are in Redis too (validateConfig): the
+    // task store records each state change of a task with configs in the outbox, in the write's own script; every
+    // instance relays what a dead writer left there (CONTRACT.md §10).
+    const outbox = new RedisPushOutbox(redis, {
+      taskKeyPrefix: config.tasks.key_prefix,
+      graceMs: outboxGraceMs(config.tasks.lease_ttl),
+      log: fastify.log.child({ component: 'push-outbox' })
+    })
     notifier.useQueue(new DurableDeliveryQueue({
       client: redis,
       prefix: `${settings.key_prefix}bull`,
@@ -86,7 +89,7 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     }), outbox)
     // The relay runs on the reaper's timer, just before it: what a dead instance left unqueued goes out before the
     // failure the reaper then writes for its tasks, and in version order.
-    if (outbox !== undefined) fastify.a2aTasks.beforeReap(() => notifier.relay())
+    fastify.a2aTasks.beforeReap(() => notifier.relay())
   }
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))

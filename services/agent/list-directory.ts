@@ -95,9 +95,10 @@ async function leavesRoot (realRoot: string, rel: string): Promise<boolean> {
     if (escapes(relative(realRoot, resolved))) return true
     real = resolved
   }
-  /* c8 ignore next -- a path whose every segment resolves inside the root resolved as a whole a moment ago */
+  /* c8 ignore start -- a path whose every segment resolves inside the root resolved as a whole a moment ago */
   return false
 }
+/* c8 ignore stop */
 
 function climbsOut (path: string): boolean {
   let depth = 0
