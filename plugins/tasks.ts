@@ -48,6 +48,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       ttlSeconds: settings.ttl,
       leaseTtlMs: settings.lease_ttl * 1000,
       maxLivePerOwner: settings.max_live_per_principal,
+      // A context index outlives every task of its context: a task is kept `ttl` after its last write, and an
+      // interrupted one is canceled (a write) `interrupted_ttl` after its last.
+      indexTtlMs: (settings.ttl + settings.interrupted_ttl) * 1000,
       // Push configs in Redis too (validateConfig requires it while push is on): a state change and the record that
       // its webhooks are due land in one script.
       pushKeyPrefix: push.enabled ? push.key_prefix : undefined

@@ -24,6 +24,11 @@ export interface RedisTaskStoreOptions {
   pushKeyPrefix?: string
   /** `tasks.max_live_per_principal`: unfinished tasks one owner may hold; `insert` refuses one more. */
   maxLivePerOwner?: number
+  /**
+   * How long a context index outlives the last write of one of its tasks, ms: longer than any of its tasks can
+   * (`tasks.ttl` + `tasks.interrupted_ttl`). Default: twice `ttlSeconds`.
+   */
+  indexTtlMs?: number
 }
 
 const DEFAULT_LIST_BATCH = 100
@@ -47,6 +52,12 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    removed by the write that makes the task terminal.
  *   interrupted      sorted set of input_required/auth_required task ids, scored by their last update (ms): what
  *                    `claimInterrupted` hands to the task service to cancel past `tasks.interrupted_ttl`.
+ *   ctx:<n>:<owner>:<contextId>, st:<n>:<owner>:<state>
+ *                    an owner's tasks of one context, and in one state, as the owner index (n is the owner's
+ *                    length): what a `list` filtered by context or state reads, so that a page costs its size and
+ *                    not the owner's whole history. A write that changes the state moves the task between state
+ *                    sets. A context set expires `indexTtlMs` after the last write of one of its tasks; a terminal
+ *                    state set drops up to two expired members each time one is added.
  *   outbox, outbox:b the push outbox (services/push/outbox.ts): a state change of a task with push configs, by
  *                    `<taskId>.<version>`, scored by when it was written, and its record JSON.
  * An index member is `<owner length>:<owner><taskId>`, the same in both sets, so whichever set `list` is reading
@@ -57,10 +68,11 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
  */
 
-// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set. ARGV:
-// record JSON, version, contextId, state, index member, PEXPIRE ms ('' for none), lease ttl ms ('' for no lease),
-// task id, the most live tasks of one owner ('' for no limit), '1' when the task is terminal. Replies 1, 0 when the
-// id is taken, -1 when the owner holds its most live tasks.
+// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set, the
+// context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
+// none), lease ttl ms ('' for no lease), task id, the most live tasks of one owner ('' for no limit), '1' when the
+// task is terminal, the context index's PEXPIRE ms. Replies 1, 0 when the id is taken, -1 when the owner holds its
+// most live tasks.
 const INSERT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[10] ~= '1' then
@@ -68,10 +80,13 @@ if ARGV[10] ~= '1' then
   redis.call('SADD', KEYS[6], ARGV[8])
 end
 local seq = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4])
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq)
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
 redis.call('ZADD', KEYS[4], seq, ARGV[5])
+redis.call('ZADD', KEYS[7], seq, ARGV[5])
+redis.call('PEXPIRE', KEYS[7], ARGV[11])
+redis.call('ZADD', KEYS[8], seq, ARGV[5])
 if ARGV[7] ~= '' then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[7]), ARGV[8])
@@ -80,15 +95,28 @@ return 1
 `
 
 // KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
-// interrupted set. ARGV: the version it must hold, record JSON, new version, contextId, state, PEXPIRE ms ('' to
-// leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too), '1' when the
-// outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it is interrupted, the update
-// time (ms). Replies 0 when the version did not match, 2 when the change went to the outbox, else 1.
+// interrupted set, the context index. ARGV: the version it must hold, record JSON, new version, contextId, state,
+// PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too),
+// '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it is interrupted,
+// the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE ms, the task key
+// prefix. Replies 0 when the version did not match, 2 when the change went to the outbox, else 1.
 const REPLACE_LUA = `
-local old = redis.call('HMGET', KEYS[1], 'version', 'state')
+local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq')
 if old[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+redis.call('PEXPIRE', KEYS[7], ARGV[15])
+if old[2] ~= ARGV[5] and old[3] then
+  redis.call('ZREM', ARGV[13] .. old[2], ARGV[14])
+  local set = ARGV[13] .. ARGV[5]
+  redis.call('ZADD', set, old[3], ARGV[14])
+  if ARGV[10] == '1' then
+    for _, member in ipairs(redis.call('ZRANGE', set, 0, 1)) do
+      local len, rest = string.match(member, '^(%d+):(.*)$')
+      if redis.call('EXISTS', ARGV[16] .. string.sub(rest, tonumber(len) + 1)) == 0 then redis.call('ZREM', set, member) end
+    end
+  end
+end
 if ARGV[10] == '1' then redis.call('SREM', KEYS[5], ARGV[9]) end
 if ARGV[11] == '1' then
   redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
@@ -131,6 +159,7 @@ for i = 1, #entries, 2 do
   if not fields[1] then
     redis.call('ZREM', prefix .. 'owner:' .. string.sub(rest, 1, len), member)
     redis.call('ZREM', KEYS[2], member)
+    redis.call('ZREM', KEYS[1], member)
   elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
     table.insert(out, seq)
     table.insert(out, fields[1])
@@ -147,8 +176,10 @@ type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 interface TaskCommands {
-  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, ...args: string[]): Promise<-1 | 0 | 1>
-  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, ...args: string[]): Promise<0 | 1 | 2>
+  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, context: string, state: string,
+    ...args: string[]): Promise<-1 | 0 | 1>
+  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
+    ...args: string[]): Promise<0 | 1 | 2>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
@@ -172,6 +203,7 @@ export class RedisTaskStore implements TaskStore {
   readonly #outbox: OutboxKeys
   readonly #maxLive: string
   readonly #interrupted: string
+  readonly #indexTtlMs: string
   readonly leasesOnInsert: boolean
 
   constructor (client: Redis, opts: RedisTaskStoreOptions) {
@@ -186,8 +218,9 @@ export class RedisTaskStore implements TaskStore {
     this.#outbox = outboxKeys(opts.keyPrefix)
     this.#maxLive = opts.maxLivePerOwner === undefined ? '' : String(opts.maxLivePerOwner)
     this.#interrupted = `${opts.keyPrefix}interrupted`
-    client.defineCommand('a2aTaskInsert', { numberOfKeys: 6, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 6, lua: REPLACE_LUA })
+    this.#indexTtlMs = String(Math.ceil(opts.indexTtlMs ?? 2 * opts.ttlSeconds * 1000))
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 8, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 7, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
@@ -197,13 +230,17 @@ export class RedisTaskStore implements TaskStore {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
       this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`, this.#liveKey(owner),
+      this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state,
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
       `${owner.length}:${owner}${task.id}`, this.#expiry(record), this.#leaseTtlMs, task.id, this.#maxLive,
-      isTerminal(task.status.state) ? '1' : '0'
+      isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs
     ))
     if (inserted === -1) throw new LiveTaskLimit(owner)
-    // Task ids are server-made UUIDs, so this is a bug in the caller, not a client error.
-    if (inserted === 0) throw new TaskConflict(task.id)
+    // The id is taken. A command retried after its connection dropped (Redis restarting) may find its own first run:
+    // exactly this record stored means the insert landed. Anything else is a bug in the caller: ids are server-made.
+    if (inserted === 0 && await this.#call(() => this.#client.hget(this.#taskKey(task.id), 'record')) !== JSON.stringify(record)) {
+      throw new TaskConflict(task.id)
+    }
   }
 
   async get (id: string): Promise<StoredTask | null> {
@@ -217,10 +254,11 @@ export class RedisTaskStore implements TaskStore {
     const state = task.status.state
     return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
-      this.#liveKey(next.owner), this.#interrupted,
+      this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId),
       String(next.version - 1), JSON.stringify(next), String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
-      isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt)
+      isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
+      this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`
     )) !== 0
   }
 
@@ -231,7 +269,13 @@ export class RedisTaskStore implements TaskStore {
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
     let max = query.pageToken === undefined ? '+inf' : `(${decodeToken(query.pageToken)}`
-    const index = query.owner === undefined ? this.#all : this.#ownerKey(query.owner)
+    // An owner's list filtered by context or state reads that index: a page costs its size, whatever else it has.
+    const { owner } = query
+    const index = owner === undefined
+      ? this.#all
+      : query.contextId !== undefined
+        ? this.#contextKey(owner, query.contextId)
+        : query.state !== undefined ? this.#stateKeys(owner) + query.state : this.#ownerKey(owner)
     const contextId = query.contextId === undefined ? '' : `=${query.contextId}`
     const state = query.state === undefined ? '' : `=${query.state}`
     // One match past the page says whether there is a next page.
@@ -261,6 +305,15 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #contextKey (owner: string, contextId: string): string {
+    return `${this.#prefix}ctx:${owner.length}:${owner}:${contextId}`
+  }
+
+  /** The owner's state index keys, less the state. */
+  #stateKeys (owner: string): string {
+    return `${this.#prefix}st:${owner.length}:${owner}:`
   }
 
   #liveKey (owner: string): string {

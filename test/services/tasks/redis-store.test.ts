@@ -56,9 +56,10 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
   await store.replace(moved(a, 'in_progress'))
 
   t.same((await client.keys('*')).sort(),
-    [`${PREFIX}all`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`, `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
+    [`${PREFIX}all`, `${PREFIX}ctx:4:bo:b:ctx`, `${PREFIX}ctx:5:alice:x`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`,
+      `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}st:4:bo:b:submitted`, `${PREFIX}st:5:alice:in_progress`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
   t.same(await client.hgetall(`${PREFIX}t:seq`), {
-    record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress'
+    record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress', seq: '1'
   })
   t.equal(await client.get(`${PREFIX}seq`), '2')
   t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1'])
@@ -236,4 +237,63 @@ t.test('claimInterrupted hands out interrupted tasks by their last update, and a
   t.same((await store.claimInterrupted(160 + 60_000)).sort(), ['x', 'y'], 'not canceled meanwhile: handed out again')
   await store.replace({ ...moved({ ...xi, updatedAt: 150 }, 'canceled'), updatedAt: 200 })
   t.same(await store.claimInterrupted(1e12), ['y'], 'a task that left the interrupted states is no longer handed out')
+})
+
+t.test('a list filtered by context or state reads that index: a page costs its size, not the owner\'s history', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const c = clock()
+  for (let i = 0; i < 2000; i++) {
+    const r = record(`old-${i}`, c.ms, { contextId: 'busy' })
+    await store.insert(r)
+    const running = moved(r, 'in_progress')
+    await store.replace(running)
+    await store.replace(moved(running, 'completed'))
+  }
+  const rare = record('rare', c.ms, { contextId: 'quiet' })
+  await store.insert(rare)
+  await store.replace(moved(rare, 'in_progress'))
+  for (let i = 0; i < 2000; i++) await store.insert(record(`new-${i}`, c.ms, { contextId: 'busy', state: 'rejected' }))
+  const reads = async () => {
+    const info = await client.info('commandstats')
+    return Number(/cmdstat_hmget:calls=(\d+)/.exec(info)?.[1] ?? 0)
+  }
+  let before = await reads()
+  t.same((await store.list({ owner: 'alice', contextId: 'quiet', pageSize: 5 })).tasks.map(r => r.task.id), ['rare'])
+  t.ok(await reads() - before <= 2, `by context: ${await reads() - before} task reads`)
+  before = await reads()
+  t.same((await store.list({ owner: 'alice', state: 'in_progress', pageSize: 5 })).tasks.map(r => r.task.id), ['rare'])
+  t.ok(await reads() - before <= 2, `by state: ${await reads() - before} task reads`)
+  before = await reads()
+  const page = await store.list({ owner: 'alice', contextId: 'busy', state: 'completed', pageSize: 3 })
+  t.same(page.tasks.map(r => r.task.id), ['old-1999', 'old-1998', 'old-1997'])
+  t.ok(await reads() - before <= 2100, 'both filters read the context index')
+  t.equal(await client.zcard(`${PREFIX}st:5:alice:in_progress`), 1, 'the finished tasks left the in_progress set')
+})
+
+t.test('a terminal state index drops expired members as new ones arrive; a context index expires with its tasks', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, indexTtlMs: 120_000 })
+  const c = clock()
+  const finish = async (id: string) => {
+    const r = record(id, c.ms, { contextId: 'k' })
+    await store.insert(r)
+    await store.replace(moved(r, 'canceled'))
+  }
+  for (const id of ['a', 'b', 'c']) await finish(id)
+  for (const id of ['a', 'b', 'c']) await client.del(`${PREFIX}t:${id}`)
+  await finish('d')
+  t.same(await client.zrange(`${PREFIX}st:5:alice:canceled`, 0, -1), ['5:alicec', '5:aliced'], 'two expired members dropped by one write')
+  const pttl = await client.pttl(`${PREFIX}ctx:5:alice:k`)
+  t.ok(pttl > 60_000 && pttl <= 120_000, `the context index expires after its tasks (${pttl} ms)`)
+})
+
+t.test('an insert that finds exactly its own record stored (a retried command) succeeds; another record is refused', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const r = record('twice', clock().ms)
+  await store.insert(r)
+  await t.resolves(store.insert(r), 'the retried insert landed already')
+  await t.rejects(store.insert({ ...r, createdAt: r.createdAt + 1 }), { code: 'A2A_ERR_TASK_CONFLICT' })
+  t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks.map(x => x.task.id), ['twice'], 'listed once')
 })
