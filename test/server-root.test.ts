@@ -66,3 +66,12 @@ t.test('server.trust_proxy decides whose address the failed-authentication limit
   t.equal((await bad(direct, '203.0.113.1')).statusCode, 401)
   t.equal((await bad(direct, '203.0.113.2')).statusCode, 429, 'by default X-Forwarded-For is ignored: the peer address counts')
 })
+
+t.test('behind a trusted proxy the card takes https from X-Forwarded-Proto, and nothing else', async t => {
+  const app = await createServer(validateConfig({ server: { log_level: 'silent', proxy_hops: 1 } }))
+  t.teardown(() => app.close())
+  const card = (proto: string) => app.inject({ url: '/.well-known/agent-card.json', headers: { host: 'agents.example.com', 'x-forwarded-proto': proto } })
+  t.equal((await card('https')).json().url, 'https://agents.example.com/')
+  t.equal((await card('javascript')).json().url, 'http://agents.example.com/')
+  t.throws(() => validateConfig({ server: { proxy_hops: 1, trust_proxy: true } }), /server.proxy_hops: set either proxy_hops or trust_proxy, not both/)
+})

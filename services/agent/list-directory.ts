@@ -82,8 +82,8 @@ function outside (): Error {
  */
 async function leavesRoot (realRoot: string, rel: string): Promise<boolean> {
   let real = realRoot
+  // `rel` is normalized (by `relative`): no empty or `.` segments, no `..` above the root.
   for (const segment of rel.split(sep)) {
-    if (segment === '' || segment === '.') continue
     const next = join(real, segment)
     let resolved: string
     try {

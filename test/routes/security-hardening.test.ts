@@ -152,3 +152,14 @@ t.test('Redis down with security on: the limits answer 503 -32603 storage unavai
   redis.resume()
   await until(async () => (await post(app, rpc('status'), { 'x-api-key': USER_KEY })).status === 200)
 })
+
+t.test('a duplicated X-API-Key header is refused; a token the provider called inactive is refused from the cache', async t => {
+  const idp = await stubIdp(t)
+  const app = await build(t, { config: secured({}, idp.endpoint) })
+  const twice = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': [USER_KEY, USER_KEY] }, payload: rpc('status') })
+  t.equal(twice.statusCode, 401)
+  t.equal((await post(app, rpc('status'), { authorization: 'Bearer revoked' })).status, 401)
+  const calls = idp.calls()
+  t.equal((await post(app, rpc('status'), { authorization: 'Bearer revoked' })).status, 401)
+  t.equal(idp.calls(), calls, 'the second refusal came from the cache')
+})

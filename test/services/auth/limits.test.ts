@@ -53,3 +53,30 @@ t.test('Redis buckets and windows are shared by every client of one Redis', asyn
   const wait = await w1.blocked('1.2.3.4')
   t.ok(wait > 0 && wait <= 60_000)
 })
+
+t.test('reserve counts an attempt before it is checked, refuses one past the limit, and forgive takes it back', async t => {
+  let now = 0
+  const windows = new MemoryFailureWindows({ perMinute: 2, now: () => now })
+  t.equal(await windows.reserve('ip'), 0)
+  t.equal(await windows.reserve('ip'), 0)
+  now = 5_000
+  t.equal(await windows.reserve('ip'), 55_000, 'a third attempt in the window is refused')
+  await windows.forgive('ip')
+  await windows.forgive('ip')
+  t.equal(await windows.blocked('ip'), 0, 'forgiven attempts no longer count')
+  now = 61_000
+  await windows.forgive('ip')
+  t.equal(await windows.reserve('ip'), 0, 'forgiving in a passed window changes nothing; a new one starts')
+
+  const client = await redisDb(t, 13)
+  const shared = new RedisFailureWindows(client, { perMinute: 2, keyPrefix: 'reserve:' })
+  t.equal(await shared.reserve('5.6.7.8'), 0)
+  t.equal(await shared.reserve('5.6.7.8'), 0)
+  const wait = await shared.reserve('5.6.7.8')
+  t.ok(wait > 0 && wait <= 60_000, `refused for ${wait} ms`)
+  await shared.forgive('5.6.7.8')
+  await shared.forgive('5.6.7.8')
+  t.equal(await client.get('reserve:5.6.7.8'), '1')
+  await shared.forgive('nobody')
+  t.equal(await client.get('reserve:nobody'), null, 'forgiving an address with no window writes nothing')
+})

@@ -132,3 +132,12 @@ t.test('an interrupted task the store will not let be canceled is logged and han
   t.same(await service.expireInterrupted(), [id], 'canceled once the store takes the write')
   t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'canceled')
 })
+
+t.test('a claimed interrupted task that vanished or moved on meanwhile is left alone', async t => {
+  const { service, start, client } = await harness(t, async function * () { yield 'done' }, 0)
+  const { id } = await start()
+  await until(() => service.running === 0)
+  await client.zadd('s:interrupted', 0, id, 0, 'vanished')
+  t.same(await service.expireInterrupted(), [], 'a completed task is not canceled, a missing one is skipped')
+  t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'completed')
+})
