@@ -10,6 +10,7 @@ import { Outbox } from '../services/json-rpc/outbox.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 import type { EventSource } from '../plugins/sse.js'
 import { writes } from '../services/lazy-logger.js'
+import { versionRefusal } from '../services/a2a/version.js'
 import openRpcRoutes from './openrpc.js'
 
 export interface JsonRpcRoutesOptions {
@@ -191,6 +192,17 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     }
     const req = parseEnvelope(request.body)
     const method = registry.get(req.method)
+    // CONTRACT.md §11.1: a version named that this server does not speak is refused; the method name decides the rest.
+    const refusal = versionRefusal(request.headers['a2a-version'], request.query)
+    if (refusal !== undefined) {
+      if (method?.streaming === true) {
+        observe(reply, refusal.code)
+        streams.error(reply, failure(req.id, refusal))
+        return reply
+      }
+      outbox.push({ request, reply, method: req.method, outcome: { response: failure(req.id, refusal), error: refusal } })
+      return
+    }
     if (method?.streaming === true) return stream(request, reply, req, method)
     const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
     if (outcome instanceof Promise) {

@@ -12,6 +12,7 @@ export const RpcCode = {
   pushNotSupported: -32003,
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
+  versionNotSupported: -32009,
   unauthenticated: -32010,
   insufficientScope: -32011,
   rateLimited: -32012,

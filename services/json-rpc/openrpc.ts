@@ -65,6 +65,7 @@ export const ERRORS: Readonly<Record<string, OpenRpcError>> = {
   TaskNotFound: { code: RpcCode.taskNotFound, message: 'Task not found' },
   TaskNotCancelable: { code: RpcCode.taskNotCancelable, message: 'Task cannot be canceled' },
   ContentTypeNotSupported: { code: RpcCode.contentTypeNotSupported, message: 'Incompatible content types' },
+  VersionNotSupported: { code: RpcCode.versionNotSupported, message: 'Version not supported' },
   Unauthenticated: { code: RpcCode.unauthenticated, message: 'Unauthenticated' },
   InsufficientScope: { code: RpcCode.insufficientScope, message: 'Insufficient scope' },
   RateLimited: { code: RpcCode.rateLimited, message: 'Rate limited' },
