@@ -120,7 +120,8 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
   function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
     let keyed: Principal | null = null
     if (apiKey !== undefined) {
-      keyed = typeof apiKey === 'string' ? verifier.apiKey(apiKey) : null
+      // Node joins a repeated header into one string ("a, b"), which matches no key.
+      keyed = verifier.apiKey(apiKey as string)
       if (keyed === null) return refuse(request, 'api_key', 'invalid credentials', true)
       if (authorization === undefined) return keyed
     }

@@ -14,6 +14,14 @@ async function onPrivateRedis (t: Test, url: string, tasks: Record<string, unkno
   })
 }
 
+/** A client of the private Redis for the test itself: to fill its memory, pause it, look at its keys. */
+async function adminOf (t: Test, port: number) {
+  const { Redis } = await import('ioredis')
+  const admin = new Redis(port, '127.0.0.1')
+  t.teardown(() => admin.disconnect())
+  return admin
+}
+
 /** Ten non-blocking tasks, each held in_progress by the agent's delay. */
 async function tenTasks (app: Awaited<ReturnType<typeof build>>): Promise<string[]> {
   const ids: string[] = []
@@ -32,9 +40,7 @@ t.test('writes refused by a full Redis for 2.5 s: every task still completes, no
   const redis = await privateRedis(t)
   const app = await onPrivateRedis(t, redis.url, { lease_ttl: 3 })
   const ids = await tenTasks(app)
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
+  const admin = await adminOf(t, redis.port)
   await admin.config('SET', 'maxmemory-policy', 'noeviction')
   await admin.config('SET', 'maxmemory', '1')
   await new Promise(resolve => setTimeout(resolve, 2500))
@@ -51,9 +57,7 @@ t.test('a 3.5 s Redis pause while tasks finish: they complete with their artifac
   const redis = await privateRedis(t)
   const app = await onPrivateRedis(t, redis.url, { lease_ttl: 10 })
   const ids = await tenTasks(app)
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
+  const admin = await adminOf(t, redis.port)
   // The agents finish 1.5 s after their start: inside the pause, so their writes time out and land late.
   await new Promise(resolve => setTimeout(resolve, 1000))
   await admin.call('CLIENT', 'PAUSE', '3500', 'ALL')
@@ -68,9 +72,7 @@ t.test('a run whose writes fail past its retries leaves its lease to lapse, and 
   const redis = await privateRedis(t)
   const app = await onPrivateRedis(t, redis.url, { lease_ttl: 0.6 })
   const [id] = await tenTasks(app)
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
+  const admin = await adminOf(t, redis.port)
   await admin.config('SET', 'maxmemory-policy', 'noeviction')
   await admin.config('SET', 'maxmemory', '1')
   // The agent's first write comes at 1.5 s; its retries last the 0.6 s lease; the run gives up while Redis refuses.
@@ -243,8 +245,6 @@ t.test('with push notifications off, kvcache tasks keep no outbox', async t => {
     }
   })
   t.equal((await call(app, 'message/send', { message: userMessage('x') })).body.result.status.state, 'completed')
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
+  const admin = await adminOf(t, redis.port)
   t.equal(await admin.exists('a2a:task:outbox'), 0)
 })

@@ -6,6 +6,17 @@ import { listen, postStream, redisDb, rpc, until, userMessage } from '../helper.
 const DB = 2
 const API_KEY = 'key-stream-redis-0123'
 
+/** Tasks on this file's Redis db, held `delayMs` by the agent, with at most 20 streams open. */
+function onRedis (delayMs: number) {
+  return {
+    services: { cache: { type: 'cache' as const, url: 'redis://127.0.0.1:6379', db: DB } },
+    tasks: { backend: 'kvcache' as const },
+    push_notifications: { backend: 'kvcache' as const },
+    agent: { name: 'Slow', delay_ms: delayMs },
+    server: { max_streams: 20, shutdown_timeout: 0.5 }
+  }
+}
+
 /** Opens a message/stream on a raw socket and resets it `afterMs` after the body is written. */
 async function abandon (url: string, afterMs: number, headers: Record<string, string>): Promise<void> {
   const { port } = new URL(url)
@@ -24,11 +35,7 @@ for (const secured of [false, true]) {
     const redis = await redisDb(t, DB)
     const { app, url } = await listen(t, {
       config: {
-        services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
-        tasks: { backend: 'kvcache' },
-        push_notifications: { backend: 'kvcache' },
-        agent: { name: 'Slow', delay_ms: 300 },
-        server: { max_streams: 20, shutdown_timeout: 0.5 },
+        ...onRedis(300),
         security: secured
           ? { enabled: true, auth: { api_key: { keys: [{ key: API_KEY, scopes: ['api:read'], id: 'resetter' }] } }, rate_limit: { requests_per_minute: 10_000, burst: 10_000, max_streams_per_principal: 1000 } }
           : { enabled: false }
@@ -59,13 +66,7 @@ for (const secured of [false, true]) {
 t.test('concurrent streams never pass server.max_streams, on Redis', async t => {
   await redisDb(t, DB)
   const { app, url } = await listen(t, {
-    config: {
-      services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
-      tasks: { backend: 'kvcache' },
-      push_notifications: { backend: 'kvcache' },
-      agent: { name: 'Slow', delay_ms: 400 },
-      server: { max_streams: 20, shutdown_timeout: 0.5 }
-    }
+    config: onRedis(400)
   })
   let peak = 0
   const watch = setInterval(() => { peak = Math.max(peak, app.a2aStreams.size) }, 1)
