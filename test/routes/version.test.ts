@@ -42,6 +42,9 @@ t.test('CONTRACT.md §11.1: an unsupported or unparseable version is -32009 at H
       error: { code: -32009, message: 'Version not supported', data: `A2A-Version ${shown} is not supported; supported: 0.3, 1.0` }
     }, `${JSON.stringify(headers)} ${url}`)
   }
+  const twice = await app.inject({ method: 'POST', url: '/?A2A-Version=1.0&A2A-Version=0.3', payload: rpc('status', undefined, 'q') })
+  t.same(twice.json().error, { code: -32009, message: 'Version not supported', data: 'A2A-Version that was sent is not supported; supported: 0.3, 1.0' },
+    'a query parameter given twice names no one version')
   const header = await app.inject({ method: 'POST', url: '/?A2A-Version=2.0', headers: { 'a2a-version': '1.0' }, payload: rpc('status') })
   t.match(header.json(), { result: { status: 'ok' } }, 'the header wins over the query')
 })
