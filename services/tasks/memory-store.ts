@@ -1,6 +1,6 @@
 import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
-import { taskBytes } from './task-bytes.js'
+import { taskBytes, taskBytesChange } from './task-bytes.js'
 import type { StoredTask, SyncTaskStore, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface MemoryTaskStoreOptions {
@@ -42,6 +42,8 @@ interface Entry {
 interface OwnerList {
   oldest: Entry | null
   newest: Entry | null
+  /** How many of them are unfinished (`tasks.max_live_per_principal`). */
+  live: number
 }
 
 /**
@@ -63,8 +65,6 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #maxTasks: number
   readonly #maxBytes: number
   readonly #maxLive: number
-  /** Unfinished tasks per owner. */
-  readonly #live = new Map<string, number>()
   /** Interrupted (input_required, auth_required) task ids → last update, oldest update first. */
   readonly #interrupted = new Map<string, number>()
   #bytes = 0
@@ -98,7 +98,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   insertNow (record: StoredTask): void {
     this.sweep()
     const live = !isTerminal(record.task.status.state)
-    if (live && (this.#live.get(record.owner) ?? 0) >= this.#maxLive) throw new LiveTaskLimit(record.owner)
+    if (live && (this.#byOwner.get(record.owner)?.live ?? 0) >= this.#maxLive) throw new LiveTaskLimit(record.owner)
     if (this.#tasks.size >= this.#maxTasks) {
       if (this.#oldest === null) throw new TaskStoreFull(this.#tasks.size)
       this.#delete(this.#oldest)
@@ -107,16 +107,17 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     this.admit(bytes)
     const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null }
     this.#bytes += bytes
-    if (live) this.#live.set(record.owner, (this.#live.get(record.owner) ?? 0) + 1)
     this.#tasks.set(record.task.id, entry)
+    // Read again: an eviction above may have taken the owner's last task, and its list with it.
     const owned = this.#byOwner.get(record.owner)
     if (owned === undefined) {
-      this.#byOwner.set(record.owner, { oldest: entry, newest: entry })
+      this.#byOwner.set(record.owner, { oldest: entry, newest: entry, live: live ? 1 : 0 })
     } else {
       const newest = owned.newest as Entry
       entry.ownerOlder = newest
       newest.ownerNewer = entry
       owned.newest = entry
+      if (live) owned.live++
     }
     this.#track(entry)
   }
@@ -148,11 +149,11 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     const entry = this.#tasks.get(next.task.id)
     if (!entry || entry.record.version !== next.version - 1) return false
     const previous = entry.record
-    const bytes = taskBytes(next.task, previous.task)
-    this.#bytes += bytes - entry.bytes
-    entry.bytes = bytes
+    const change = taskBytesChange(next.task, previous.task)
+    this.#bytes += change
+    entry.bytes += change
     entry.record = next
-    if (!isTerminal(previous.task.status.state) && isTerminal(next.task.status.state)) this.#unlive(next.owner)
+    if (!isTerminal(previous.task.status.state) && isTerminal(next.task.status.state)) (this.#byOwner.get(next.owner) as OwnerList).live--
     this.#track(entry)
     // A task's own writes are never refused (its run would be failed for it): older terminal tasks make the room.
     while (this.#bytes > this.#maxBytes && this.#oldest !== null && this.#oldest !== entry) this.#delete(this.#oldest)
@@ -178,12 +179,6 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       this.#interrupted.delete(id)
     }
     return ids
-  }
-
-  #unlive (owner: string): void {
-    const left = (this.#live.get(owner) as number) - 1
-    if (left === 0) this.#live.delete(owner)
-    else this.#live.set(owner, left)
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
