@@ -83,8 +83,9 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
   const apiKeyHeader = security.auth.api_key.header.toLowerCase()
   const { failures } = opts
 
-  async function refuse (request: FastifyRequest, scheme: string, reason: string, sent: boolean): Promise<never> {
-    await failures.fail(request.ip)
+  /** 401, audited; counted against the address unless it was counted already (`reserve` before an introspection). */
+  async function refuse (request: FastifyRequest, scheme: string, reason: string, sent: boolean, counted = false): Promise<never> {
+    if (!counted) await failures.fail(request.ip)
     audit.warn({ principal: null, scheme, method: null, outcome: 'failure', reason, ip: request.ip }, 'auth failure')
     throw unauthenticated(reason, sent)
   }
@@ -104,11 +105,14 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       : wait.then(ms => identifyUnlessBlocked(request, ms, apiKey, authorization))
   }
 
+  /** 429 for an address past its failed authentications (CONTRACT.md §9), audited. */
+  function tooManyFailures (request: FastifyRequest, wait: number, scheme: string | null): never {
+    audit.warn({ principal: null, scheme, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
+    throw rateLimited(wait, 'too many failed authentications from this address')
+  }
+
   function identifyUnlessBlocked (request: FastifyRequest, wait: number, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
-    if (wait > 0) {
-      audit.warn({ principal: null, scheme: null, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
-      throw rateLimited(wait, 'too many failed authentications from this address')
-    }
+    if (wait > 0) tooManyFailures(request, wait, null)
     return identify(request, apiKey, authorization)
   }
 
@@ -143,10 +147,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     const known = client.cached(token)
     if (known !== undefined) return known.ok ? known.principal : refuse(request, 'oauth2', known.reason, true)
     const wait = await failures.reserve(request.ip)
-    if (wait > 0) {
-      audit.warn({ principal: null, scheme: 'oauth2', method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
-      throw rateLimited(wait, 'too many failed authentications from this address')
-    }
+    if (wait > 0) tooManyFailures(request, wait, 'oauth2')
     let result
     try {
       result = await client.introspect(token)
@@ -155,12 +156,9 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       await failures.forgive(request.ip)
       throw err
     }
-    if (result.ok) {
-      await failures.forgive(request.ip)
-      return result.principal
-    }
-    audit.warn({ principal: null, scheme: 'oauth2', method: null, outcome: 'failure', reason: result.reason, ip: request.ip }, 'auth failure')
-    throw unauthenticated(result.reason, true)
+    if (!result.ok) return refuse(request, 'oauth2', result.reason, true, true)
+    await failures.forgive(request.ip)
+    return result.principal
   }
 
   const buckets = opts.buckets

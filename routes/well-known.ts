@@ -47,7 +47,7 @@ const ReadySchema = {
 const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, opts) => {
   const { config } = opts
   const card = buildAgentCard(config, { prefix: opts.cardPrefix })
-  const fixed = config.agent.url === undefined ? undefined : JSON.stringify(card)
+  const fixed = config.agent.url !== undefined
   const path = opts.cardPrefix.endsWith('/') ? opts.cardPrefix : opts.cardPrefix + '/'
 
   fastify.get('/health', { schema: { response: { 200: HealthSchema } } }, async function () {
@@ -71,23 +71,22 @@ const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fasti
     return { status: ok ? 'ready' : 'unavailable', checks }
   })
 
+  // The card as configured (agent.url, else the configured host and port), its bytes and tag made once.
   const configured = JSON.stringify(card)
-  const fixedTag = fixed === undefined ? undefined : etag(fixed)
+  const configuredTag = etag(configured)
   for (const cardPath of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {
     fastify.get(cardPath, async function (request, reply) {
-      let body = fixed
-      let tag = fixedTag
-      if (body === undefined) {
+      let body = configured
+      let tag = configuredTag
+      if (!fixed) {
         // Without agent.url, the card points where the client reached us (port mappings, port 0, proxies), but only
         // through a Host that is a host and a port: anything else gets the configured address, never an echo.
         const host = request.host
         if (HOST.test(host)) {
           const url = `${request.protocol === 'https' ? 'https' : 'http'}://${host}${path}`
           body = JSON.stringify({ ...card, url, additionalInterfaces: [{ url, transport: 'JSONRPC' }] })
-        } else {
-          body = configured
+          tag = etag(body)
         }
-        tag = etag(body)
         // The card differs by Host: a cache must not hand one client's card to another.
         reply.header('vary', 'Host')
       }

@@ -63,6 +63,18 @@ export const StorageUnavailable = createError('A2A_ERR_STORAGE_UNAVAILABLE', 'St
 /** A task run whose writes the store kept refusing past its retries: the run stops, and its lease lapses. */
 export const RunStorageFailure = createError('A2A_ERR_RUN_STORAGE_FAILURE', 'Task %s could not be written: storage unavailable', 503)
 
+/**
+ * Awaits a Redis call; whatever it throws (connection, timeout, an error reply) becomes StorageUnavailable with the
+ * client's message, which the JSON-RPC layer answers with 503 and Retry-After (CONTRACT.md §8.1).
+ */
+export async function storageCall<T> (call: Promise<T>): Promise<T> {
+  try {
+    return await call
+  } catch (err) {
+    throw new StorageUnavailable((err as Error).message)
+  }
+}
+
 /** HTTP 401 with the challenge of CONTRACT.md §9; `invalid_token` when the caller sent a credential. */
 export function unauthenticated (data: string, credentialSent: boolean): JsonRpcError {
   const challenge = credentialSent ? 'Bearer realm="a2a", error="invalid_token"' : 'Bearer realm="a2a"'

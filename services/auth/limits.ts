@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { StorageUnavailable } from '../errors.js'
+import { storageCall } from '../errors.js'
 
 /** The answer of a limiter: allowed or not, and when to come back. */
 export interface LimitResult {
@@ -119,7 +119,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   }
 
   async take (key: string): Promise<LimitResult> {
-    const [allowed, tokens] = await stored(this.#client.eval(TAKE_SCRIPT, 1, this.#prefix + key, this.#burst, this.#rate)) as [number, string]
+    const [allowed, tokens] = await storageCall(this.#client.eval(TAKE_SCRIPT, 1, this.#prefix + key, this.#burst, this.#rate)) as [number, string]
     const bucket = { tokens: Number(tokens) }
     if (allowed === 1) return { allowed: true, remaining: Math.floor(bucket.tokens), retryAfterMs: 0 }
     return { allowed: false, remaining: 0, retryAfterMs: Math.ceil((1 - bucket.tokens) / this.#rate) }
@@ -196,30 +196,21 @@ export class RedisFailureWindows implements FailureWindows {
   }
 
   async blocked (ip: string): Promise<number> {
-    const [count, ttl] = await stored(this.#client.multi().get(this.#prefix + ip).pttl(this.#prefix + ip).exec()) as Array<[Error | null, unknown]>
+    const [count, ttl] = await storageCall(this.#client.multi().get(this.#prefix + ip).pttl(this.#prefix + ip).exec()) as Array<[Error | null, unknown]>
     if (Number(count[1] ?? 0) < this.#limit) return 0
     return Math.max(1, Number(ttl[1]))
   }
 
   async fail (ip: string): Promise<void> {
-    await stored(this.#client.multi().incr(this.#prefix + ip).pexpire(this.#prefix + ip, MINUTE_MS, 'NX').exec())
+    await storageCall(this.#client.multi().incr(this.#prefix + ip).pexpire(this.#prefix + ip, MINUTE_MS, 'NX').exec())
   }
 
   async reserve (ip: string): Promise<number> {
-    const [count, ttl] = await stored(this.#client.eval(RESERVE_SCRIPT, 1, this.#prefix + ip, MINUTE_MS)) as [number, number]
+    const [count, ttl] = await storageCall(this.#client.eval(RESERVE_SCRIPT, 1, this.#prefix + ip, MINUTE_MS)) as [number, number]
     return count > this.#limit ? Math.max(1, ttl) : 0
   }
 
   async forgive (ip: string): Promise<void> {
-    await stored(this.#client.eval(FORGIVE_SCRIPT, 1, this.#prefix + ip))
-  }
-}
-
-/** A Redis call of the limits: a failure is StorageUnavailable, answered 503 with Retry-After (CONTRACT.md §8.1). */
-async function stored<T> (call: Promise<T>): Promise<T> {
-  try {
-    return await call
-  } catch (err) {
-    throw new StorageUnavailable((err as Error).message)
+    await storageCall(this.#client.eval(FORGIVE_SCRIPT, 1, this.#prefix + ip))
   }
 }

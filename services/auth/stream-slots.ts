@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { StorageUnavailable } from '../errors.js'
+import { storageCall } from '../errors.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -107,12 +107,7 @@ export class RedisStreamSlots implements StreamSlots {
   async take (owner: string): Promise<Release | null> {
     const key = this.#opts.keyPrefix + owner
     const member = `${this.#instance}:${++this.#seq}`
-    let taken: unknown
-    try {
-      taken = await this.#client.eval(TAKE_LUA, 1, key, this.#opts.max, this.#opts.ttlMs, member)
-    } catch (err) {
-      throw new StorageUnavailable((err as Error).message)
-    }
+    const taken = await storageCall(this.#client.eval(TAKE_LUA, 1, key, this.#opts.max, this.#opts.ttlMs, member))
     if (taken !== 1) return null
     this.#held.set(member, key)
     return async () => {

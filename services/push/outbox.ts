@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { StorageUnavailable } from '../errors.js'
+import { storageCall } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { StoredTask } from '../tasks/store.js'
 
@@ -81,12 +81,7 @@ export class RedisPushOutbox {
 
   /** Entries that waited past the grace period, oldest first: each task record as of its state change. */
   async claim (): Promise<StoredTask[]> {
-    let reply: string[]
-    try {
-      reply = await (this.#client as unknown as OutboxCommands).a2aOutboxClaim(this.#keys.queue, this.#keys.bodies, this.#graceMs, CLAIM_BATCH)
-    } catch (err) {
-      throw new StorageUnavailable((err as Error).message)
-    }
+    const reply = await storageCall((this.#client as unknown as OutboxCommands).a2aOutboxClaim(this.#keys.queue, this.#keys.bodies, this.#graceMs, CLAIM_BATCH))
     const records: StoredTask[] = []
     for (let i = 1; i < reply.length; i += 2) records.push(JSON.parse(reply[i]))
     return records

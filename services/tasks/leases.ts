@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { StorageUnavailable } from '../errors.js'
+import { storageCall } from '../errors.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -86,7 +86,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async acquire (taskId: string): Promise<void> {
     this.#held.add(taskId)
-    await this.#call(() => this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'take', taskId))
+    await storageCall(this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'take', taskId))
   }
 
   hold (taskId: string): void {
@@ -95,7 +95,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async release (taskId: string): Promise<void> {
     this.#held.delete(taskId)
-    await this.#call(() => this.#client.zrem(this.#key, taskId))
+    await storageCall(this.#client.zrem(this.#key, taskId))
   }
 
   abandon (taskId: string): void {
@@ -103,7 +103,7 @@ export class RedisTaskLeases implements TaskLeases {
   }
 
   async claimExpired (): Promise<string[]> {
-    return await this.#call(() => this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
+    return await storageCall(this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
   }
 
   async close (): Promise<void> {
@@ -117,13 +117,5 @@ export class RedisTaskLeases implements TaskLeases {
     this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'renew', ...this.#held).catch((err: Error) => {
       this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
     })
-  }
-
-  async #call<T> (fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn()
-    } catch (err) {
-      throw new StorageUnavailable((err as Error).message)
-    }
   }
 }

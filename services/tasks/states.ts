@@ -46,7 +46,7 @@ export function isInterrupted (state: string): boolean {
 
 /** Terminal, or waiting for the client: where a blocking `message/send` returns and a stream ends. */
 export function isSettled (state: string): boolean {
-  return TERMINAL.has(state) || state === 'input_required' || state === 'auth_required'
+  return TERMINAL.has(state) || isInterrupted(state)
 }
 
 export function canTransition (from: TaskState, to: TaskState): boolean {

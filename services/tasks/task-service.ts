@@ -272,16 +272,10 @@ export class TaskService {
     const failed: string[] = []
     for (const id of await leases.claimExpired()) {
       try {
-        const before = await this.store.get(id)
-        if (before === null) {
-          // Expired or never stored: nothing to fail, and the lease must not be claimed for ever.
-          this.#log.warn({ taskId: id }, 'lease of a vanished task dropped')
-        } else {
-          const after = await this.update(id, task => isTerminal(task.status.state)
-            ? null
-            : withStatus(task, 'failed', this.#now(), agentMessage(task, OWNER_LOST_MESSAGE)))
-          if (after.version !== before.version && after.task.status.state === 'failed') failed.push(id)
-        }
+        const moved = await this.#settleClaimed(id, 'failed', OWNER_LOST_MESSAGE, task => !isTerminal(task.status.state))
+        // Expired or never stored: nothing to fail, and the lease must not be claimed for ever.
+        if (moved === null) this.#log.warn({ taskId: id }, 'lease of a vanished task dropped')
+        else if (moved) failed.push(id)
         await leases.release(id)
       } catch (err) {
         // The claim lapses like any lease: the task is claimed again, by this instance or another, once it does.
@@ -302,12 +296,9 @@ export class TaskService {
     const canceled: string[] = []
     for (const id of await this.store.claimInterrupted(cutoff)) {
       try {
-        const before = await this.store.get(id)
-        if (before === null) continue
-        const after = await this.update(id, (task, record) => isInterrupted(task.status.state) && record.updatedAt <= cutoff
-          ? withStatus(task, 'canceled', this.#now(), agentMessage(task, INTERRUPTED_EXPIRED_MESSAGE))
-          : null)
-        if (after.version !== before.version) canceled.push(id)
+        const moved = await this.#settleClaimed(id, 'canceled', INTERRUPTED_EXPIRED_MESSAGE,
+          (task, record) => isInterrupted(task.status.state) && record.updatedAt <= cutoff)
+        if (moved === true) canceled.push(id)
       } catch (err) {
         // Redis hands the id out again a minute later; the memory store cannot fail here.
         this.#log.warn({ err, taskId: id }, 'could not cancel an expired interrupted task')
@@ -315,6 +306,18 @@ export class TaskService {
     }
     if (canceled.length > 0) this.#log.info({ taskIds: canceled }, 'interrupted tasks expired')
     return canceled
+  }
+
+  /**
+   * Moves a task that a sweep claimed (an orphan, an expired interrupted task) to `state` with an agent status
+   * message saying why, if `due` still holds when it is written. True when this call moved it, false when the task
+   * had moved on, null when it is gone.
+   */
+  async #settleClaimed (id: string, state: TaskState, text: string, due: (task: Task, record: StoredTask) => boolean): Promise<boolean | null> {
+    const before = await this.store.get(id)
+    if (before === null) return null
+    const after = await this.update(id, (task, record) => due(task, record) ? withStatus(task, state, this.#now(), agentMessage(task, text)) : null)
+    return after.version !== before.version && after.task.status.state === state
   }
 
   /**
