@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { buildAgentCard } from '../services/agent-card.js'
+import { buildAgentCard, cardInterfaces, type CardBindings } from '../services/agent-card.js'
 
 export interface WellKnownRoutesOptions {
   config: A2AConfig
   /** The plugin prefix, for the card's url. */
   cardPrefix: string
+  /** The bindings the card lists besides JSON-RPC, and their tenant (CONTRACT.md §11.5); none by default. */
+  cardBindings?: CardBindings
   /** Readiness checks by name: each throws when its backend does not answer. */
   checks: Record<string, () => Promise<void>>
 }
@@ -46,7 +48,9 @@ const ReadySchema = {
 /** `/health`, `/ready` and the agent card: public routes, never authenticated (CONTRACT.md §3). */
 const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, opts) => {
   const { config } = opts
-  const card = buildAgentCard(config, { prefix: opts.cardPrefix })
+  const bindings = opts.cardBindings ?? {}
+  // One hybrid card for every request, whatever its A2A-Version (CONTRACT.md §11.5).
+  const card = buildAgentCard(config, { ...bindings, prefix: opts.cardPrefix })
   const fixed = config.agent.url !== undefined
   const path = opts.cardPrefix.endsWith('/') ? opts.cardPrefix : opts.cardPrefix + '/'
 
@@ -84,7 +88,7 @@ const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fasti
         const host = request.host
         if (HOST.test(host)) {
           const url = `${request.protocol === 'https' ? 'https' : 'http'}://${host}${path}`
-          body = JSON.stringify({ ...card, url, additionalInterfaces: [{ url, transport: 'JSONRPC' }] })
+          body = JSON.stringify({ ...card, ...cardInterfaces(url, bindings) })
           tag = etag(body)
         }
         // The card differs by Host: a cache must not hand one client's card to another.

@@ -81,7 +81,12 @@ export const ServerConfigSchema = obj({
 })
 
 export const ProtocolConfigSchema = obj({
-  dialect: Type.Union([Type.Literal('default'), Type.Literal('a2a')], { default: 'default' })
+  dialect: Type.Union([Type.Literal('default'), Type.Literal('a2a')], { default: 'default' }),
+  /**
+   * The card's `securitySchemes` entries (CONTRACT.md §11.5): `merged` writes the v0.3 form and the v1.0 oneof wrapper
+   * in one object, which every SDK parser and the v0.3 conformance suite read; `v1` writes the wrapper alone.
+   */
+  card_security_schemes: Type.Union([Type.Literal('merged'), Type.Literal('v1')], { default: 'merged' })
 })
 
 export const ApiKeySchema = Type.Object({

@@ -100,6 +100,9 @@ protocol:
   # default: the service's own task state names. a2a: A2A v0.3 state names and stream event kinds.
   # Input in either spelling is accepted in both.
   dialect: ${y(d.protocol.dialect)}
+  # The agent card's securitySchemes entries: merged (the v0.3 form and the v1.0 one in one object, read by
+  # clients of both versions) | v1 (the v1.0 form alone).
+  card_security_schemes: ${y(d.protocol.card_security_schemes)}
 
 security:
   # Off: every caller is anonymous and no scope is checked (a warning is logged at start).

@@ -1,4 +1,7 @@
+import Fastify from 'fastify'
 import t from 'tap'
+import wellKnownRoutes from '../../routes/well-known.js'
+import { validateConfig } from '../../services/config/load.js'
 import { build } from '../helper.js'
 
 t.test('/health answers 200 with the agent name, version and a timestamp', async t => {
@@ -88,4 +91,99 @@ t.test('with agent.url the card is fixed: one ETag, no Vary', async t => {
   t.equal(one.headers.etag, two.headers.etag)
   t.equal(one.headers.vary, undefined)
   t.equal(one.json().url, 'https://agents.example.com/a/')
+})
+
+const SECURED = { security: { enabled: true, auth: { api_key: { keys: [{ key: 'k', scopes: [] }] } } } }
+
+t.test('§11.5 one hybrid card for every A2A-Version: v1.0 supportedInterfaces beside the kept v0.3 fields', async t => {
+  const app = await build(t, { config: { agent: { name: 'A', url: 'https://agents.example.com/a/' } } })
+  const url = 'https://agents.example.com/a/'
+  const res = await app.inject('/.well-known/agent-card.json')
+  const card = res.json()
+  t.same(card.supportedInterfaces, [
+    { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }
+  ])
+  t.match(card, { url, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0', supportsAuthenticatedExtendedCard: false })
+  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
+  t.same(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false, stateTransitionHistory: true })
+  for (const version of ['1.0', '0.3', '1', 'bogus']) {
+    for (const path of ['/.well-known/agent-card.json', `/.well-known/agent-card.json?A2A-Version=${version}`, '/.well-known/agent.json']) {
+      const other = await app.inject({ url: path, headers: { 'a2a-version': version } })
+      t.equal(other.statusCode, 200, `${path} with A2A-Version ${version}`)
+      t.equal(other.body, res.body, `${path} with A2A-Version ${version}: the same body`)
+      t.equal(other.headers.etag, res.headers.etag)
+    }
+  }
+})
+
+t.test('§11.5 without agent.url every interface, of both versions, follows the Host', async t => {
+  const app = await build(t, { prefix: '/agent' })
+  const card = (await app.inject({ url: '/agent/.well-known/agent-card.json', headers: { host: 'agents.example.com:7201' } })).json()
+  const url = 'http://agents.example.com:7201/agent/'
+  t.equal(card.url, url)
+  t.same(card.supportedInterfaces.map((i: { url: string }) => i.url), [url, url])
+  t.same(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion), ['1.0', '0.3'])
+  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
+})
+
+t.test('§11.5 the card lists the bindings it is given, in the contract order, at the Host and with the tenant', async t => {
+  const app = Fastify({ logger: false })
+  await app.register(wellKnownRoutes, {
+    config: validateConfig({}),
+    cardPrefix: '/',
+    cardBindings: { rest: true, grpcUrl: 'grpc://agents.example.com:50051', tenant: 'acme' },
+    checks: {}
+  })
+  t.teardown(() => app.close())
+  const res = await app.inject({ url: '/.well-known/agent-card.json', headers: { host: 'agents.example.com' } })
+  const card = res.json()
+  const url = 'http://agents.example.com/'
+  const grpc = 'grpc://agents.example.com:50051'
+  t.same(card.supportedInterfaces, [
+    { url, protocolBinding: 'JSONRPC', tenant: 'acme', protocolVersion: '1.0' },
+    { url, protocolBinding: 'HTTP+JSON', tenant: 'acme', protocolVersion: '1.0' },
+    { url: grpc, protocolBinding: 'GRPC', tenant: 'acme', protocolVersion: '1.0' },
+    { url, protocolBinding: 'JSONRPC', tenant: 'acme', protocolVersion: '0.3' },
+    { url, protocolBinding: 'HTTP+JSON', tenant: 'acme', protocolVersion: '0.3' },
+    { url: grpc, protocolBinding: 'GRPC', tenant: 'acme', protocolVersion: '0.3' }
+  ])
+  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }, { url, transport: 'HTTP+JSON' }], 'never gRPC in additionalInterfaces')
+  t.equal(res.headers.vary, 'Host')
+  t.equal(res.headers['cache-control'], 'public, max-age=300')
+  const again = await app.inject({ url: '/.well-known/agent-card.json', headers: { host: 'agents.example.com', 'if-none-match': String(res.headers.etag) } })
+  t.equal(again.statusCode, 304)
+})
+
+t.test('§11.5 with security on the card has both security forms, merged schemes, and securityRequirements per skill', async t => {
+  const app = await build(t, { config: SECURED })
+  const res = await app.inject('/.well-known/agent-card.json')
+  t.equal(res.statusCode, 200, 'the card stays public')
+  const card = res.json()
+  t.equal(card.capabilities.extendedAgentCard, true)
+  t.equal(card.supportsAuthenticatedExtendedCard, true)
+  t.same(card.securitySchemes.apiKey, {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'An API key',
+    apiKeySecurityScheme: { description: 'An API key', location: 'header', name: 'X-API-Key' }
+  })
+  t.match(card.securitySchemes.bearer, { type: 'http', scheme: 'bearer', httpAuthSecurityScheme: { scheme: 'bearer' } })
+  const requirements = [{ schemes: { apiKey: { list: [] } } }, { schemes: { bearer: { list: [] } } }]
+  t.same(card.security, [{ apiKey: [] }, { bearer: [] }])
+  t.same(card.securityRequirements, requirements)
+  t.same(card.skills[0].security, [{ apiKey: [] }, { bearer: [] }])
+  t.same(card.skills[0].securityRequirements, requirements)
+})
+
+t.test('§11.5 protocol.card_security_schemes: v1 serves each scheme as its v1.0 wrapper alone', async t => {
+  const app = await build(t, { config: { ...SECURED, protocol: { card_security_schemes: 'v1' } } })
+  const card = (await app.inject('/.well-known/agent-card.json')).json()
+  t.same(card.securitySchemes, {
+    apiKey: { apiKeySecurityScheme: { description: 'An API key', location: 'header', name: 'X-API-Key' } },
+    bearer: { httpAuthSecurityScheme: { description: 'A static bearer token or an API key', scheme: 'bearer' } }
+  })
+  t.same(card.security, [{ apiKey: [] }, { bearer: [] }])
+  t.equal(card.securityRequirements.length, 2)
 })
