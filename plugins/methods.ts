@@ -4,6 +4,8 @@ import type { A2AConfig } from '../schemas/config.js'
 import { MethodRegistry } from '../services/json-rpc/registry.js'
 import { createPushMethods } from '../services/json-rpc/methods/push.js'
 import { createTaskMethods } from '../services/json-rpc/methods/tasks.js'
+import { createV10Methods } from '../services/json-rpc/methods/v10.js'
+import { A2AOperations } from '../services/a2a/operations.js'
 import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
 import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
@@ -32,7 +34,9 @@ export interface MethodsPluginOptions {
 const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, opts) => {
   const { config } = opts
   const registry = new MethodRegistry(config.security.method_scopes)
-  for (const method of createTaskMethods({ config, tasks: fastify.a2aTasks, push: opts.push })) registry.add(method)
+  const ops = new A2AOperations({ config, tasks: fastify.a2aTasks, push: opts.push })
+  for (const method of createTaskMethods({ config, ops })) registry.add(method)
+  for (const method of createV10Methods({ ops })) registry.add(method)
   if (opts.push !== undefined) {
     for (const method of createPushMethods({ tasks: fastify.a2aTasks, push: opts.push })) registry.add(method)
   }

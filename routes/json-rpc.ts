@@ -28,6 +28,20 @@ interface Answer {
   outcome: Outcome
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** An authentication refusal held until the body is read (see `REFUSAL_READ_LIMIT`). */
+    a2aRefusal: Error | null
+  }
+}
+
+/**
+ * A request refused by authentication or its limits is answered once its body is read, when the body is this small
+ * or smaller: the method name then says whether the refusal carries the v1.0 error data (CONTRACT.md §11.4). A larger
+ * body, or one of unknown length, is refused unread, in the v0.3 form.
+ */
+const REFUSAL_READ_LIMIT = 64 * 1024
+
 /** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
 const JSON_TYPE = /^application\/(?:[\w!#$&^.-]+\+)?json(?:\s*;|$)/i
 
@@ -112,12 +126,30 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   }
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {
-    const rpc = routeError(err, request)
-    return send(reply, failure((err as Partial<IdentifiedError>).id ?? null, rpc), rpc)
+    // A held refusal is the answer, whatever reading the body then came to.
+    const rpc = routeError((request.a2aRefusal as JsonRpcError | null) ?? err, request)
+    // A refusal of a v1.0 method (403, 429, 503 and the like) carries the v1.0 error data (CONTRACT.md §11.4).
+    const method = (request.body as { method?: unknown } | null | undefined)?.method
+    return send(reply, failure((err as Partial<IdentifiedError>).id ?? null, rpc, typeof method === 'string' ? method : undefined), rpc)
   })
   // Auth lives in this context only: the card, /health and /ready stay public, and host routes are untouched.
   await fastify.register(authPlugin, opts.auth)
-  fastify.addHook('onRequest', fastify.a2aAuthenticate)
+  fastify.decorateRequest('a2aRefusal', null)
+  const authenticate = fastify.a2aAuthenticate
+  fastify.addHook('onRequest', function (request, reply, done) {
+    authenticate.call(this, request, reply, err => {
+      const length = Number(request.headers['content-length'])
+      if (err != null && request.method === 'POST' && length <= REFUSAL_READ_LIMIT) {
+        request.a2aRefusal = err
+        done()
+        return
+      }
+      done(err)
+    })
+  })
+  fastify.addHook('preValidation', function (request, _reply, done) {
+    done(request.a2aRefusal ?? undefined)
+  })
   const audit = fastify.a2aAudit
   const secured = opts.auth.config.security.enabled
   // GET /openrpc.json shares this context: the same authentication, limits and error answers as POST /.
@@ -156,18 +188,18 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     }
     let source: EventSource
     try {
-      resolveMethod(registry, req, principal)
+      const { params } = resolveMethod(registry, req, principal)
       ownSlot = await streams.reserve(principal.id)
       if (ownSlot === null) throw tooMany('too many open streams for this principal')
       audited(request, req.method)
-      source = await method.handler(req.params, { principal, log: request.log, id: req.id }) as EventSource
+      source = await method.handler(params, { principal, log: request.log, id: req.id }) as EventSource
     } catch (err) {
       release()
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
       if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })
       observe(reply, error.code)
-      streams.error(reply, failure(req.id, error))
+      streams.error(reply, failure(req.id, error, req.method))
       return reply
     }
     observe(reply, 0)
@@ -197,10 +229,10 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     if (refusal !== undefined) {
       if (method?.streaming === true) {
         observe(reply, refusal.code)
-        streams.error(reply, failure(req.id, refusal))
+        streams.error(reply, failure(req.id, refusal, req.method))
         return reply
       }
-      outbox.push({ request, reply, method: req.method, outcome: { response: failure(req.id, refusal), error: refusal } })
+      outbox.push({ request, reply, method: req.method, outcome: { response: failure(req.id, refusal, req.method), error: refusal } })
       return
     }
     if (method?.streaming === true) return stream(request, reply, req, method)

@@ -219,3 +219,63 @@ t.test('a value that is no object in any array slot of any method\'s params is -
     t.match(res.json(), { error: { code: -32602, data: /^params\.message\.parts\.1/ } }, `a part ${JSON.stringify(value)}`)
   }
 })
+
+const V10_METHODS = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask',
+  'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard']
+
+/** A valid v1.0 request (CONTRACT.md §11.3), then one field somewhere in it, camelCase or snake_case, replaced. */
+const mutatedV10Request = fc.record({
+  method: fc.constantFrom(...V10_METHODS),
+  path: fc.array(fc.constantFrom('params', 'message', 'parts', 0, 1, 'text', 'raw', 'url', 'data', 'role', 'messageId',
+    'message_id', 'configuration', 'taskPushNotificationConfig', 'returnImmediately', 'historyLength', 'history_length',
+    'id', 'taskId', 'task_id', 'pageSize', 'pageToken', 'status', 'statusTimestampAfter', 'includeArtifacts',
+    'authentication', 'scheme', 'metadata', 'mediaType', 'tenant'), { minLength: 1, maxLength: 4 }),
+  value: anyValue
+}).map(({ method, path, value }) => {
+  const request: any = {
+    jsonrpc: '2.0',
+    id: 1,
+    method,
+    params: {
+      id: 'x',
+      taskId: 'x',
+      url: 'https://hooks.example.com/a',
+      authentication: { scheme: 'Bearer', credentials: 'c' },
+      message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hello' }, { url: 'https://x/y', mediaType: 'text/plain' }] },
+      configuration: { historyLength: 1, taskPushNotificationConfig: { url: 'https://hooks.example.com/b' } },
+      status: 'TASK_STATE_COMPLETED',
+      pageSize: 2,
+      statusTimestampAfter: '2026-01-01T00:00:00Z'
+    }
+  }
+  let target = request
+  for (let i = 0; i < path.length - 1; i++) {
+    const next = target?.[path[i]]
+    if (typeof next !== 'object' || next === null) break
+    target = next
+  }
+  if (typeof target === 'object' && target !== null) target[path[path.length - 1]] = value
+  return JSON.stringify(request)
+})
+
+t.test('v1.0 methods: any mutated request gets a documented status and envelope, never -32603, and v1.0 error data', async t => {
+  const app = await build(t, { config: { server: { request_timeout: 2 }, agent: { name: 'Fuzz', delay_ms: 0 } } })
+  let errors = 0
+  await fc.assert(fc.asyncProperty(mutatedV10Request, fc.constantFrom({}, { 'a2a-version': '1.0' }), async (payload, headers) => {
+    const res = await bounded(app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json', ...headers }, payload }), payload)
+    const type = res.headers['content-type'] as string | undefined
+    checkAnswer(res.statusCode, type, res.body)
+    const body = type?.startsWith('text/event-stream') === true ? JSON.parse(res.body.split('\n\n')[0].slice(6)) : res.json()
+    if (body.error === undefined) return
+    if (body.error.code === -32603) throw new Error(`-32603 for ${payload}`)
+    // A v1.0 method name, even mutated away from its params: the error's data is the ErrorInfo array.
+    if (V10_METHODS.includes(JSON.parse(payload).method) && body.error.data?.[0]?.['@type'] !== 'type.googleapis.com/google.rpc.ErrorInfo') {
+      throw new Error(`no ErrorInfo: ${JSON.stringify(body.error)}`)
+    }
+    errors++
+  }), { seed: SEED, numRuns: RUNS * 2 })
+  t.ok(errors > 0, `${errors} mutated requests were refused, each with its ErrorInfo`)
+  const after = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 'after', method: 'ListTasks', params: {} } })
+  t.type(after.json().result.totalSize, 'number', 'the server still serves')
+})

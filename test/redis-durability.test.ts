@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { build, call, privateRedis, receiver, rpc, serve, until, userMessage, type Served } from './helper.js'
+import { build, buildLogged, call, privateRedis, receiver, rpc, serve, until, userMessage, type Served } from './helper.js'
 
 /** An app on a private Redis (its memory and clients are this test's to break), tasks and push configs there. */
 async function onPrivateRedis (t: Test, url: string, tasks: Record<string, unknown>) {
@@ -247,4 +247,24 @@ t.test('with push notifications off, kvcache tasks keep no outbox', async t => {
   t.equal((await call(app, 'message/send', { message: userMessage('x') })).body.result.status.state, 'completed')
   const admin = await adminOf(t, redis.port)
   t.equal(await admin.exists('a2a:task:outbox'), 0)
+})
+
+t.test('a claimed orphan that cannot be failed (its record unreadable) is logged and left for its claim to lapse', async t => {
+  const redis = await privateRedis(t)
+  const { app, logs } = await buildLogged(t, {
+    config: {
+      agent: { name: 'Reaper' },
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', lease_ttl: 0.6 },
+      push_notifications: { backend: 'kvcache' },
+      server: { shutdown_timeout: 0.5 }
+    }
+  })
+  const admin = await adminOf(t, redis.port)
+  // A lease long expired, on a task whose stored record is not JSON.
+  await admin.hset('a2a:task:t:garbled', 'record', 'not json')
+  await admin.zadd('a2a:task:leases', 1, 'garbled')
+  t.same(await app.a2aTasks.reapOrphans(), [], 'nothing failed')
+  t.ok(logs.lines().some(l => l.msg === 'could not fail an orphaned task' && l.taskId === 'garbled'))
+  t.ok(Number(await admin.zscore('a2a:task:leases', 'garbled')) > 1, 'its claim is a lease of its own, which lapses')
 })

@@ -33,3 +33,14 @@ export function versionRefusal (header: unknown, query: unknown): JsonRpcError |
   return new JsonRpcError(RpcCode.versionNotSupported, 'Version not supported',
     `A2A-Version ${shown} is not supported; supported: ${SUPPORTED_VERSIONS.join(', ')}`)
 }
+
+/** The v1.0 JSON-RPC method names (CONTRACT.md §11.1): every other name is v0.3. */
+export const V10_METHODS: ReadonlySet<string> = new Set([
+  'SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask',
+  'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard'
+])
+
+export function isV10Method (name: string): boolean {
+  return V10_METHODS.has(name)
+}

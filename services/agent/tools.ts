@@ -24,8 +24,8 @@ export function createAgentTools (registry: MethodRegistry, principal: Principal
       if (!(TOOL_METHODS as readonly string[]).includes(name) || !registry.has(name)) {
         throw invalidParams(`tool "${name}" does not exist`)
       }
-      const method = resolveMethod(registry, { id: null, method: name, params: args }, principal)
-      return method.handler(args, { principal, log, id: null })
+      const { method, params } = resolveMethod(registry, { id: null, method: name, params: args }, principal)
+      return method.handler(params, { principal, log, id: null })
     }
   }
 }

@@ -4,6 +4,8 @@ import type { Principal } from '../auth/principal.js'
 import { missingScopes } from '../auth/principal.js'
 import { JsonRpcError, RpcCode, invalidParams, invalidRequest, methodNotFound } from '../errors.js'
 import type { JsonRpcId, MethodRegistry, RegisteredMethod } from './registry.js'
+import { errorData } from '../a2a/codec-v10.js'
+import { isV10Method } from '../a2a/version.js'
 
 /** A JSON-RPC request whose envelope passed CONTRACT.md §4. */
 export interface JsonRpcRequest {
@@ -65,18 +67,24 @@ function withId (err: JsonRpcError, id: JsonRpcId): IdentifiedError {
   return Object.assign(err, { id })
 }
 
+/** A method found for a request, and its params as the handler takes them (decoded and validated). */
+export interface Resolved {
+  method: RegisteredMethod
+  params: unknown
+}
+
 /**
  * Looks up the method, checks the caller's scopes and the params, and validates them. Throws JsonRpcErrors.
  * The insufficient-scope answer is the transport-level 403 of CONTRACT.md §9.
  */
-export function resolveMethod (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal): RegisteredMethod {
+export function resolveMethod (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal): Resolved {
   const method = registry.get(req.method)
   if (method === undefined) throw methodNotFound(req.method)
   const missing = missingScopes(principal, method.scopes)
   if (missing.length > 0) throw insufficientScope(missing)
-  if (method.validate !== undefined) method.validate(req.params)
-  else if (Array.isArray(req.params)) throw invalidParams('params: must be an object')
-  return method
+  if (method.validate !== undefined) return { method, params: method.validate(req.params) }
+  if (Array.isArray(req.params)) throw invalidParams('params: must be an object')
+  return { method, params: req.params }
 }
 
 export function insufficientScope (needed: readonly string[]): JsonRpcError {
@@ -89,9 +97,14 @@ export function success (id: JsonRpcId, result: unknown): JsonRpcSuccess {
   return { jsonrpc: '2.0', id, result }
 }
 
-export function failure (id: JsonRpcId, err: JsonRpcError): JsonRpcFailure {
+/**
+ * The error answer to a request. `method` is the request's method name, when known: a v1.0 method's errors carry
+ * the v1.0 `data` (CONTRACT.md §11.4); every other method's keep the v0.3 form.
+ */
+export function failure (id: JsonRpcId, err: JsonRpcError, method?: string): JsonRpcFailure {
   const error: JsonRpcFailure['error'] = { code: err.code, message: err.message }
-  if (err.data !== undefined) error.data = err.data
+  if (method !== undefined && isV10Method(method)) error.data = errorData(err)
+  else if (err.data !== undefined) error.data = err.data
   return { jsonrpc: '2.0', id, error }
 }
 
@@ -127,8 +140,8 @@ export interface Outcome {
 export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger): MaybePromise<Outcome> {
   let result: unknown
   try {
-    const method = resolveMethod(registry, req, principal)
-    result = method.handler(req.params, { principal, log, id: req.id })
+    const { method, params } = resolveMethod(registry, req, principal)
+    result = method.handler(params, { principal, log, id: req.id })
   } catch (err) {
     return failed(req, err, log)
   }
@@ -142,5 +155,5 @@ function succeeded (id: JsonRpcId, result: unknown): Outcome {
 
 function failed (req: JsonRpcRequest, err: unknown, log: Logger): Outcome {
   const error = toJsonRpcError(err, log, req.method)
-  return { response: failure(req.id, error), error }
+  return { response: failure(req.id, error, req.method), error }
 }

@@ -20,8 +20,15 @@ export interface MethodDefinition<S extends TSchema = TSchema> {
   readonly summary: string
   /** TypeBox schema of `params`; absent when the method takes none (params, if sent, are then ignored). */
   readonly params?: S
+  /** Applied to the params before they are validated (v1.0: snake_case keys renamed, CONTRACT.md §11.2). */
+  readonly prepare?: (params: unknown) => unknown
   /** TypeBox schema of the result, for documentation (OpenRPC) and serialization. */
   readonly result?: TSchema
+  /**
+   * The v0.3 method this one is the v1.0 twin of: without an override of its own, it needs the scopes
+   * `security.method_scopes` gives its twin (CONTRACT.md §11.3).
+   */
+  readonly twin?: string
   /** Scopes a caller needs; `security.method_scopes` overrides them per method. Empty: authentication only. */
   readonly scopes?: readonly string[]
   /** Streaming methods answer with Server-Sent Events. */
@@ -52,8 +59,11 @@ export class MethodRegistry {
 
   add<S extends TSchema> (def: MethodDefinition<S>): this {
     if (this.#methods.has(def.name)) throw new TypeError(`method ${def.name} is already registered`)
-    const validate = def.params === undefined ? undefined : this.#compile(def.params)
-    const scopes = Object.hasOwn(this.#scopeOverrides, def.name) ? this.#scopeOverrides[def.name] : (def.scopes ?? [])
+    const validate = def.params === undefined ? undefined : this.#compile(def.params, def.prepare)
+    const overrides = this.#scopeOverrides
+    const scopes = Object.hasOwn(overrides, def.name)
+      ? overrides[def.name]
+      : def.twin !== undefined && Object.hasOwn(overrides, def.twin) ? overrides[def.twin] : (def.scopes ?? [])
     this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), scopes, validate })
     return this
   }
@@ -70,10 +80,11 @@ export class MethodRegistry {
     return [...this.#methods.values()]
   }
 
-  #compile (schema: TSchema): (params: unknown) => unknown {
+  #compile (schema: TSchema, prepare?: (params: unknown) => unknown): (params: unknown) => unknown {
     const check: ValidateFunction = this.#ajv.compile(schema)
-    return (params: unknown) => {
-      if (params === undefined) throw invalidParams('params: required')
+    return (given: unknown) => {
+      if (given === undefined) throw invalidParams('params: required')
+      const params = prepare === undefined ? given : prepare(given)
       if (!check(params)) throw invalidParams(formatParamsError((check.errors as ErrorObject[])[0]))
       return params
     }

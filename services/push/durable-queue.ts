@@ -85,7 +85,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     this.#worker.on('error', err => opts.log.warn({ err }, 'webhook worker error'))
   }
 
-  async add (taskId: string, version: number, state: string, body: string, configs: StoredPushConfig[]): Promise<void> {
+  async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void> {
     const client = this.#opts.client
     const ttlMs = this.#opts.ttlSeconds * 1000
     const jobs = []
@@ -95,7 +95,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
       const prev = await client.call('SET', `${this.#linkPrefix}${taskId}:${config.id}`, jobId, 'PX', ttlMs, 'GET') as string | null
       jobs.push({
         name: state,
-        data: { taskId, configId: config.id, state, body, webhookId: `msg_${jobId}`, prev: prev === jobId ? null : prev },
+        data: { taskId, configId: config.id, state, body: bodyOf(config), webhookId: `msg_${jobId}`, prev: prev === jobId ? null : prev },
         opts: {
           jobId,
           attempts: this.#opts.maxRetries + 1,

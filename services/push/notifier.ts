@@ -4,8 +4,10 @@ import https from 'node:https'
 import type { Got } from 'got'
 import { lazyGot } from '../lazy-got.js'
 import type { Logger } from '../logger.js'
+import type { Task } from '../../schemas/task.js'
 import type { StoredTask } from '../tasks/store.js'
 import { presentTask, type Dialect } from '../tasks/states.js'
+import { encodeTask } from '../a2a/codec-v10.js'
 import { VERSION } from '../version.js'
 import { signatureHeaders, signingKey } from './signing.js'
 import type { RedisPushOutbox } from './outbox.js'
@@ -40,7 +42,7 @@ export interface NotifierOptions {
  */
 export interface DeliveryQueue {
   /** Queues one delivery per config of one state change of a task (`version` is the task's version after it). */
-  add (taskId: string, version: number, state: string, body: string, configs: StoredPushConfig[]): Promise<void>
+  add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void>
   /** Deliveries queued or in flight, across every instance sharing the queue. */
   pending (): Promise<number>
   close (timeoutMs: number): Promise<void>
@@ -48,6 +50,18 @@ export interface DeliveryQueue {
 
 /** How a delivery attempt ended. */
 export type AttemptOutcome = 'delivered' | 'retry' | 'final' | 'gone'
+
+/**
+ * The body of a task's delivery to a config, by the wire version the config was made in (CONTRACT.md §11.6): the
+ * Task in the v0.3 dialect, or the v1.0 StreamResponse `{"task": ...}`. Each is serialized once, when first asked.
+ */
+function deliveryBodies (task: Task, dialect: Dialect): (config: StoredPushConfig) => string {
+  let v03: string | undefined
+  let v10: string | undefined
+  return config => config.version === '1.0'
+    ? (v10 ??= JSON.stringify({ task: encodeTask(task) }))
+    : (v03 ??= JSON.stringify(presentTask(task, dialect)))
+}
 
 /** CONTRACT.md §8.3: a response body is read to at most this much. */
 const MAX_BODY_BYTES = 64 * 1024
@@ -170,17 +184,18 @@ export class WebhookNotifier {
         if (recovered) await this.#ack(record)
         return
       }
-      // Snapshots are immutable: the body is the state this change made, serialized only when someone gets it.
-      const body = JSON.stringify(presentTask(task, this.#opts.dialect))
+      // Snapshots are immutable: the body is the state this change made, serialized only when someone gets it, once
+      // per wire version (CONTRACT.md §11.6).
+      const bodyOf = deliveryBodies(task, this.#opts.dialect)
       const queue = this.#queue
       if (queue === undefined) {
         for (const config of configs) {
-          this.#enqueue({ taskId: task.id, config, body, state: task.status.state, id: `msg_${newId()}` })
+          this.#enqueue({ taskId: task.id, config, body: bodyOf(config), state: task.status.state, id: `msg_${newId()}` })
         }
         return
       }
       try {
-        await queue.add(task.id, record.version, task.status.state, body, configs)
+        await queue.add(task.id, record.version, task.status.state, bodyOf, configs)
       } catch (err) {
         // Left in the outbox (kvcache): the relay queues them once Redis takes writes again.
         this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'webhook deliveries could not be queued')
@@ -323,12 +338,15 @@ export class WebhookNotifier {
     // Copied key by key: a spread followed by new keys is V8's slow path, on every attempt.
     const headers: Record<string, string> = {}
     for (const name of Object.keys(this.#defaultHeaders)) headers[name] = this.#defaultHeaders[name]
-    headers['content-type'] = 'application/json'
+    headers['content-type'] = config.version === '1.0' ? 'application/a2a+json' : 'application/json'
     headers['user-agent'] = USER_AGENT
     if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
     const auth = config.authentication
     const credentials = auth?.credentials
-    if (auth !== undefined && credentials !== undefined && credentials !== '') {
+    if (config.version === '1.0') {
+      // v1.0: `Authorization: <scheme> <credentials>`, whatever the scheme (§11.6).
+      if (auth !== undefined && credentials !== undefined && credentials !== '') headers.authorization = `${auth.schemes[0]} ${credentials}`
+    } else if (auth !== undefined && credentials !== undefined && credentials !== '') {
       // The schema requires schemes whenever authentication is given.
       const schemes = auth.schemes.map(s => s.toLowerCase())
       if (schemes.includes('bearer')) headers.authorization = `Bearer ${credentials}`

@@ -9,8 +9,11 @@ export const MAX_CONFIGS_PER_TASK = 10
 /** What Node accepts in a header value: tab, visible ASCII and space, and the bytes 0x80-0xFF. */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
 
-/** The authentication schemes a delivery can carry (the seed: `Bearer`, `ApiKey`), matched without case. */
+/** The authentication schemes a v0.3 delivery can carry (the seed: `Bearer`, `ApiKey`), matched without case. */
 const SCHEMES = new Set(['bearer', 'apikey'])
+
+/** A v1.0 config's scheme goes out as `Authorization: <scheme> <credentials>`: an HTTP auth-scheme token. */
+const HTTP_SCHEME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/
 
 export interface PushServiceOptions {
   store: PushConfigStore
@@ -34,8 +37,11 @@ export class PushService {
     this.#ttlSeconds = opts.ttlSeconds
   }
 
-  /** Throws -32602 with the reason when a config may not be stored. `field` is its params path. */
-  check (config: PushNotificationConfig, field: string): void {
+  /**
+   * Throws -32602 with the reason when a config may not be stored. `field` is its params path; `version` the wire
+   * version it was made in (CONTRACT.md §11.6).
+   */
+  check (config: PushNotificationConfig, field: string, version?: '1.0'): void {
     const url = this.#policy.checkUrl(config.url)
     if (!url.ok) throw invalidParams(`${field}.${url.reason}`)
     // Each is sent as a header value on every delivery: one that cannot be (CR, LF, other control characters)
@@ -48,7 +54,11 @@ export class PushService {
       throw invalidParams(`${field}.authentication.credentials: must be a valid header value (no CR, LF or other control characters)`)
     }
     const schemes = config.authentication?.schemes
-    if (schemes !== undefined) {
+    if (version === '1.0') {
+      if (schemes !== undefined && !HTTP_SCHEME.test(schemes[0])) {
+        throw invalidParams(`${field}.authentication.scheme: must be an HTTP authentication scheme, such as Bearer`)
+      }
+    } else if (schemes !== undefined) {
       const unknown = schemes.filter(s => !SCHEMES.has(s.toLowerCase()))
       if (unknown.length > 0) {
         throw invalidParams(`${field}.authentication.schemes: ${unknown.join(', ')} not supported (use Bearer or ApiKey)`)
@@ -56,10 +66,11 @@ export class PushService {
     }
   }
 
-  /** Stores a config (already checked) and answers as `set` does. */
-  async set (taskId: string, config: PushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  /** Stores a config (already checked), made in wire `version` (0.3 when absent), and answers as `set` does. */
+  async set (taskId: string, config: PushNotificationConfig, version?: '1.0'): Promise<TaskPushNotificationConfig> {
     try {
-      const { config: stored } = await this.store.put(taskId, config, { maxPerTask: MAX_CONFIGS_PER_TASK, ttlSeconds: this.#ttlSeconds })
+      const made = version === undefined ? config : { ...config, version }
+      const { config: stored } = await this.store.put(taskId, made, { maxPerTask: MAX_CONFIGS_PER_TASK, ttlSeconds: this.#ttlSeconds })
       return present(taskId, stored)
     } catch (err) {
       if ((err as { code?: string }).code === 'A2A_ERR_PUSH_CONFIG_LIMIT') {

@@ -1,7 +1,7 @@
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
 
 /** A stored push config: always has its id. Credentials are kept (deliveries need them) but never returned. */
-export type StoredPushConfig = PushNotificationConfig & { id: string }
+export type StoredPushConfig = PushNotificationConfig & { id: string, version?: '1.0' }
 
 export interface PutResult {
   config: StoredPushConfig

@@ -193,6 +193,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       if (query.contextId !== undefined && task.contextId !== query.contextId) continue
       if (query.state !== undefined && task.status.state !== query.state) continue
       if (this.#expired(entry, now)) continue
+      if (query.where !== undefined && !query.where(task)) continue
       if (tasks.length === query.pageSize) return { tasks, nextPageToken: encodeToken(lastSeq) }
       tasks.push(entry.record)
       lastSeq = entry.seq

@@ -285,7 +285,13 @@ export class RedisTaskStore implements TaskStore {
       const left = String(wanted - found.length / 2)
       const [exhausted, last, ...matches] = await this.#call(() =>
         this.#commands.a2aTaskList(index, this.#all, this.#prefix, max, this.#batch, left, contextId, state))
-      found.push(...matches)
+      if (query.where === undefined) {
+        found.push(...matches)
+      } else {
+        for (let i = 0; i < matches.length; i += 2) {
+          if (query.where((JSON.parse(matches[i + 1]) as StoredTask).task)) found.push(matches[i], matches[i + 1])
+        }
+      }
       if (found.length / 2 >= wanted || exhausted === 1) break
       // Batches keep each script short, so a long index with few matches never blocks Redis for long.
       max = `(${last}`

@@ -20,6 +20,8 @@ export interface TaskListQuery {
   pageSize: number
   /** Opaque cursor from a previous page's `nextPageToken`. */
   pageToken?: string
+  /** Only tasks it is true of (a filter no index serves, such as v1.0 `statusTimestampAfter`). */
+  where?: (task: Task) => boolean
 }
 
 export interface TaskListPage {

@@ -1,4 +1,5 @@
 import type { Task } from '../../schemas/task.js'
+import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
 import type { Subscription, TaskEvent, TaskEventBus } from './event-bus.js'
 import { isSettled, presentTask, stateName, type Dialect } from './states.js'
 import type { StoredTask } from './store.js'
@@ -17,8 +18,14 @@ export interface StreamSink {
 /** CONTRACT.md §7: a consumer may have at most this much waiting for it. */
 export const MAX_QUEUED_BYTES = 1024 * 1024
 
+/**
+ * How a stream's results are written: A2A v0.3 in one of its dialects, or A2A v1.0 (`v1`: StreamResponse objects,
+ * the Task first, then `statusUpdate` and `artifactUpdate`, no `final`; CONTRACT.md §11.3).
+ */
+export type Wire = Dialect | 'v1'
+
 export interface TaskEventStreamOptions {
-  dialect: Dialect
+  dialect: Wire
   /**
    * `message`: the stream of a message just sent (default dialect: starts at in_progress, no snapshot; a2a: the
    * Task first). `resubscribe`: the current snapshot first, in both dialects. Either ends when the task settles
@@ -31,16 +38,21 @@ export interface TaskEventStreamOptions {
 // hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs
 // remembering for events; snapshots (resubscribe, shutdown) are kept per task.
 let lastEvent: TaskEvent | undefined
-let lastDialect: Dialect | undefined
+let lastDialect: Wire | undefined
 let lastJson = ''
-const snapshots: Record<Dialect, WeakMap<object, string>> = { default: new WeakMap(), a2a: new WeakMap() }
+const snapshots: Record<Wire, WeakMap<object, string>> = { default: new WeakMap(), a2a: new WeakMap(), v1: new WeakMap() }
 
-/** The JSON of an event's `result` in a dialect: the whole Task (default) or an A2A update event (a2a). */
-export function eventResult (event: TaskEvent, dialect: Dialect): string {
+/**
+ * The JSON of an event's `result` in a wire form: the whole Task (default), an A2A update event (a2a) or a v1.0
+ * StreamResponse (v1).
+ */
+export function eventResult (event: TaskEvent, dialect: Wire): string {
   if (event === lastEvent && dialect === lastDialect) return lastJson
   let json: string
   const { task } = event
-  if (dialect === 'default') {
+  if (dialect === 'v1') {
+    json = JSON.stringify(encodeEvent(event))
+  } else if (dialect === 'default') {
     json = JSON.stringify(presentTask(task, dialect))
   } else if (event.type === 'status') {
     json = JSON.stringify({
@@ -66,11 +78,11 @@ export function eventResult (event: TaskEvent, dialect: Dialect): string {
   return json
 }
 
-function snapshotResult (task: Task, dialect: Dialect): string {
+function snapshotResult (task: Task, dialect: Wire): string {
   const cache = snapshots[dialect]
   let json = cache.get(task)
   if (json === undefined) {
-    json = JSON.stringify(presentTask(task, dialect))
+    json = JSON.stringify(dialect === 'v1' ? { task: encodeTask(task) } : presentTask(task, dialect))
     cache.set(task, json)
   }
   return json
@@ -84,7 +96,7 @@ function snapshotResult (task: Task, dialect: Dialect): string {
  */
 export class TaskEventStream {
   readonly taskId: string
-  readonly #dialect: Dialect
+  readonly #dialect: Wire
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
   #early: TaskEvent[] | null = []
@@ -122,7 +134,7 @@ export class TaskEventStream {
     this.#early = null
     this.#afterVersion = record.version
     this.#last = record.task
-    if (this.#mode === 'resubscribe' || this.#dialect === 'a2a') {
+    if (this.#mode === 'resubscribe' || this.#dialect !== 'default') {
       // A resubscribe to a task that has settled gets its snapshot and the stream ends.
       this.#push({ snapshot: record.task }, this.#mode === 'resubscribe' && isSettled(record.task.status.state))
     }

@@ -4,10 +4,10 @@ import {
   CapabilitiesResultSchema, ListDirectoryParamsSchema, ListDirectoryResultSchema, StatusResultSchema
 } from '../../../schemas/methods.js'
 import { missingScopes } from '../../auth/principal.js'
-import { buildAgentCard, toolSkill, type AgentCard } from '../../agent-card.js'
+import { buildAgentCard, toolSkill, v1Card, type AgentCard } from '../../agent-card.js'
 import { listDirectory } from '../../agent/list-directory.js'
 import { TOOL_METHODS } from '../../agent/tools.js'
-import { RpcCode, unauthenticated } from '../../errors.js'
+import { JsonRpcError, RpcCode, unauthenticated } from '../../errors.js'
 import type { MethodDefinition, MethodRegistry } from '../registry.js'
 
 export interface ToolMethodDeps {
@@ -80,13 +80,33 @@ export function createToolMethods ({ config, registry, prefix, startedAt }: Tool
     errors: [RpcCode.unauthenticated],
     handler (_params, ctx) {
       if (ctx.principal.scheme === 'anonymous') throw unauthenticated('the extended card needs an authenticated caller', false)
-      const tools = TOOL_METHODS.filter(name => {
-        const method = registry.get(name)
-        return method !== undefined && missingScopes(ctx.principal, method.scopes).length === 0
-      })
-      return { ...card, skills: [...card.skills, ...tools.map(toolSkill)] }
+      return extended(ctx.principal)
     }
   }
 
-  return [status, capabilities, listDir as unknown as MethodDefinition, extendedCard]
+  /** The card with a skill for each tool method the caller may use. */
+  function extended (principal: Parameters<typeof missingScopes>[0]): AgentCard {
+    const tools = TOOL_METHODS.filter(name => {
+      const method = registry.get(name)
+      return method !== undefined && missingScopes(principal, method.scopes).length === 0
+    })
+    return { ...card, skills: [...card.skills, ...tools.map(toolSkill)] }
+  }
+
+  const extendedCardV10: MethodDefinition = {
+    name: 'GetExtendedAgentCard',
+    twin: 'agent/getAuthenticatedExtendedCard',
+    summary: 'A2A v1.0: the extended agent card in its pure v1.0 form, with every skill the caller may use. -32004 with security off.',
+    result: Type.Object({ name: Type.String() }, { additionalProperties: true }),
+    errors: [RpcCode.unsupportedOperation],
+    handler (_params, ctx) {
+      // With security off the card says extendedAgentCard: false (CONTRACT.md §11.3).
+      if (!card.capabilities.extendedAgentCard || ctx.principal.scheme === 'anonymous') {
+        throw new JsonRpcError(RpcCode.unsupportedOperation, 'Unsupported operation', 'this agent has no extended card: security is off')
+      }
+      return v1Card(extended(ctx.principal))
+    }
+  }
+
+  return [status, capabilities, listDir as unknown as MethodDefinition, extendedCard, extendedCardV10]
 }

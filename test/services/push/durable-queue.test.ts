@@ -86,7 +86,7 @@ t.test('a delivery whose push config was deleted before its turn is dropped', as
   const { config } = await store.put('task-1', { url: `${hook.url}/gone` }, { maxPerTask: 10 })
   const { queue, logs } = durable(t, client, store)
   await store.remove('task-1', config.id)
-  await queue.add('task-1', 2, 'in_progress', JSON.stringify(record('in_progress', 2).task), [config])
+  await queue.add('task-1', 2, 'in_progress', () => JSON.stringify(record('in_progress', 2).task), [config])
   await until(async () => await queue.pending() === 0)
   await until(() => logs.lines().some(l => l.msg === 'push config gone: delivery dropped'))
   t.equal(hook.received.length, 0)

@@ -1,0 +1,216 @@
+import type { A2AConfig } from '../../schemas/config.js'
+import type { PushNotificationConfig } from '../../schemas/push-config.js'
+import type { Message, Task, TaskState } from '../../schemas/task.js'
+import type { Principal } from '../auth/principal.js'
+import { JsonRpcError, RpcCode, contentTypeNotSupported } from '../errors.js'
+import type { MaybePromise } from '../maybe-promise.js'
+import type { PushService } from '../push/service.js'
+import type { StoredTask } from '../tasks/store.js'
+import type { SettledTask, TaskService } from '../tasks/task-service.js'
+import { TaskEventStream, type Wire } from '../tasks/task-stream.js'
+import { isSettled } from '../tasks/states.js'
+
+// The A2A operations (README, Architecture): binding- and version-neutral, over the internal task model. A codec
+// decodes a request into their input and encodes what they return; a binding frames it. The rules every version
+// shares live here, once: media types, push configs in a message, joining a task, blocking, streams, paging.
+
+/** What sending a message takes, in the internal form. */
+export interface SendInput {
+  message: Message
+  metadata?: Record<string, unknown> | null
+  /** A push config sent with the message, stored before the task starts (CONTRACT.md §5). */
+  pushConfig?: PushNotificationConfig
+  /** The wire version the push config was made in (CONTRACT.md §11.6). */
+  pushVersion?: '1.0'
+  /** Its params path, for -32602 details. */
+  pushField: string
+}
+
+export interface ListInput {
+  contextId?: string
+  state?: TaskState
+  pageSize: number
+  pageToken?: string
+  /** Only tasks whose status changed after this time (ms since the epoch). */
+  statusAfterMs?: number
+  /** Count every match, not only this page's (v1.0 `totalSize`). */
+  count?: boolean
+}
+
+export interface ListOutput {
+  tasks: StoredTask[]
+  nextPageToken: string
+  /** Every match, when asked for. */
+  total?: number
+}
+
+export interface OperationDeps {
+  config: A2AConfig
+  tasks: TaskService
+  /** Push notification configs, when push notifications are on. */
+  push?: PushService
+}
+
+/** One page of a count walks the list this many tasks at a time. */
+const COUNT_PAGE = 100
+
+export class A2AOperations {
+  readonly tasks: TaskService
+  readonly push: PushService | undefined
+  readonly #timeoutMs: number
+  readonly #checkMediaTypes: (message: Message) => void
+
+  constructor ({ config, tasks, push }: OperationDeps) {
+    this.tasks = tasks
+    this.push = push
+    this.#timeoutMs = config.server.request_timeout * 1000
+    this.#checkMediaTypes = mediaTypeCheck(config.agent.input_modes)
+  }
+
+  /**
+   * The checks sending shares across versions, made before any task is touched. With push off a push config is
+   * refused by `pushOff` (each version has its own error for it).
+   */
+  checkMessage (input: SendInput, pushOff: () => JsonRpcError): void {
+    if (input.pushConfig !== undefined) {
+      if (this.push === undefined) throw pushOff()
+      this.push.check(input.pushConfig, input.pushField, input.pushVersion)
+    }
+    this.#checkMediaTypes(input.message)
+  }
+
+  /**
+   * Sends a message: a new task, or the one its taskId names (joined). Answers once the task has settled (a
+   * terminal or interrupted state, or `server.request_timeout`), unless `wait` is false. Not async: over the memory
+   * store, with an executor that answers at once, the task is answered at once.
+   */
+  send (input: SendInput, principal: Principal, wait: boolean): MaybePromise<SettledTask> {
+    const routed = this.#route(input, principal)
+    if (!wait) return routed
+    if (routed instanceof Promise) return routed.then(record => this.tasks.waitSettled(record, this.#timeoutMs))
+    return this.tasks.waitSettled(routed, this.#timeoutMs)
+  }
+
+  /** Sends a message and follows its task: the stream of its events, in `wire`, until it settles. */
+  async stream (input: SendInput, principal: Principal, wire: Wire): Promise<TaskEventStream> {
+    const { message } = input
+    if (message.taskId !== undefined) {
+      // Subscribed before the message joins: the events of its turn cannot be missed.
+      const events = new TaskEventStream(this.tasks.bus, message.taskId, { dialect: wire, mode: 'message' })
+      try {
+        await events.ready
+        return events.start(await this.#route(input, principal))
+      } catch (err) {
+        events.close()
+        throw err
+      }
+    }
+    // The task is stored before the first event is written, and followed before it starts.
+    let events: TaskEventStream | undefined
+    await this.#route(input, principal, record => {
+      events = new TaskEventStream(this.tasks.bus, record.task.id, { dialect: wire, mode: 'message' }).start(record)
+    })
+    return events as TaskEventStream
+  }
+
+  /**
+   * Follows a task: its snapshot, then live events until it settles. `settled` is the error for a task that has
+   * settled already (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3).
+   */
+  async subscribe (id: string, principal: Principal, wire: Wire, settled?: (task: Task) => JsonRpcError): Promise<TaskEventStream> {
+    const events = new TaskEventStream(this.tasks.bus, id, { dialect: wire, mode: 'resubscribe' })
+    try {
+      await events.ready
+      const record = await this.tasks.get(id, principal)
+      if (settled !== undefined && isSettled(record.task.status.state)) throw settled(record.task)
+      return events.start(record)
+    } catch (err) {
+      events.close()
+      throw err
+    }
+  }
+
+  get (id: string, principal: Principal): Promise<StoredTask> {
+    return this.tasks.get(id, principal)
+  }
+
+  cancel (id: string, principal: Principal): Promise<StoredTask> {
+    return this.tasks.cancel(id, principal)
+  }
+
+  /** The caller's tasks, newest first, a page at a time; with `count`, the number of every match too. */
+  async list (input: ListInput, principal: Principal): Promise<ListOutput> {
+    const { statusAfterMs } = input
+    const where = statusAfterMs === undefined ? undefined : (task: Task) => Date.parse(task.status.timestamp) > statusAfterMs
+    const query = { contextId: input.contextId, state: input.state, where }
+    const page: ListOutput = await this.tasks.list({ ...query, pageSize: input.pageSize, pageToken: input.pageToken }, principal)
+    if (input.count !== true) return page
+    // Every match, walked a page at a time (v1.0 `totalSize`).
+    let total = 0
+    let token: string | undefined
+    do {
+      const next = await this.tasks.list({ ...query, pageSize: COUNT_PAGE, pageToken: token }, principal)
+      total += next.tasks.length
+      token = next.nextPageToken
+    } while (token !== '')
+    page.total = total
+    return page
+  }
+
+  /**
+   * The task a message goes to: a new one, or the one its taskId names (joined). A push config in the request is
+   * stored before the executor starts, so the first state change is delivered (CONTRACT.md §5). A new task in a
+   * store in this process, with no push config, is made and started at once.
+   */
+  #route (input: SendInput, principal: Principal, joined?: (record: StoredTask) => void): MaybePromise<StoredTask> {
+    const { message, pushConfig, pushVersion } = input
+    if (message.taskId !== undefined) return this.#join(message.taskId, message, principal, input)
+    const attach = pushConfig === undefined ? undefined : (taskId: string) => (this.push as PushService).set(taskId, pushConfig, pushVersion)
+    const created = this.tasks.create(message, principal, input.metadata, attach)
+    if (created instanceof Promise) return created.then(record => this.#started(record, principal, joined))
+    return this.#started(created, principal, joined)
+  }
+
+  #started (record: StoredTask, principal: Principal, joined?: (record: StoredTask) => void): StoredTask {
+    joined?.(record)
+    this.tasks.dispatch(record, principal)
+    return record
+  }
+
+  async #join (taskId: string, message: Message, principal: Principal, input: SendInput): Promise<StoredTask> {
+    await this.tasks.get(taskId, principal)
+    if (input.pushConfig !== undefined) await (this.push as PushService).set(taskId, input.pushConfig, input.pushVersion)
+    return this.tasks.join(taskId, message, principal)
+  }
+}
+
+/** The media type a part is read as: its file's mimeType, JSON for data, plain text for text. */
+function mediaTypeOf (part: Message['parts'][number]): string {
+  if (part.kind === 'text') return 'text/plain'
+  if (part.kind === 'data') return 'application/json'
+  return part.file.mimeType ?? 'application/octet-stream'
+}
+
+/**
+ * The -32005 check: a part whose media type is not among the agent's input modes (`type/*` and `*\/*` are
+ * wildcards) is refused. The modes are looked up in a set made once.
+ */
+function mediaTypeCheck (accepted: readonly string[]): (message: Message) => void {
+  const modes = new Set(accepted)
+  if (modes.has('*/*')) return () => {}
+  return message => {
+    for (let i = 0; i < message.parts.length; i++) {
+      const type = mediaTypeOf(message.parts[i]).toLowerCase()
+      const slash = type.indexOf('/')
+      const major = (slash < 0 ? type : type.slice(0, slash)) + '/*'
+      if (!modes.has(type) && !modes.has(major)) {
+        throw contentTypeNotSupported(`params.message.parts.${i}: media type ${type} is not accepted (${accepted.join(', ')})`)
+      }
+    }
+  }
+}
+
+/** CONTRACT.md §4: with push notifications off, a v0.3 message carrying a push config is -32601 and no task is made. */
+export function pushNotSupported (): JsonRpcError {
+  return new JsonRpcError(RpcCode.methodNotFound, 'Method not found', 'push notifications are not supported')
+}
