@@ -113,3 +113,27 @@ t.test("the README's signature check accepts what the server signs, and nothing 
     t.equal(verify(secret, signatureHeaders(signingKey(secret), 'msg_1', now - 3600, body), body), false, 'a stale timestamp does not')
   }
 })
+
+t.test("the README's client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x in v0.3, against one server", async t => {
+  const { listen } = await import('./helper.js')
+  const { url } = await listen(t)
+  const start = README.indexOf('### Clients and versions')
+  const [v1, v03] = [...README.slice(start).matchAll(/```js\n([\s\S]*?)```/g)].slice(0, 2).map(m => m[1].replaceAll('http://127.0.0.1:8000', url))
+  // The suite has 1.x installed as @a2a-js/sdk-v1 beside 0.3.x; a user of the snippet has it as @a2a-js/sdk.
+  const dir = t.testdir({
+    'v1.mjs': `${v1.replaceAll("'@a2a-js/sdk", "'@a2a-js/sdk-v1")}\nexport { task }\n`,
+    'v03.mjs': `${v03}\nexport { answer }\n`
+  })
+  const logged: unknown[][] = []
+  const log = console.log
+  console.log = (...args: unknown[]) => { logged.push(args) }
+  try {
+    const { task } = await import(pathToFileURL(join(dir, 'v1.mjs')).href)
+    t.equal(task.status.state, 3, 'TASK_STATE_COMPLETED')
+    const { answer } = await import(pathToFileURL(join(dir, 'v03.mjs')).href)
+    t.equal(answer.result.status.state, 'completed')
+  } finally {
+    console.log = log
+  }
+  t.same(logged, [[true, 'hello'], ['completed']])
+})

@@ -1,0 +1,234 @@
+import { A2AClient } from '@a2a-js/sdk/client'
+import {
+  ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type CallInterceptor, type Client
+} from '@a2a-js/sdk-v1/client'
+import {
+  CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest,
+  SubscribeToTaskRequest, TaskPushNotificationConfig, TaskState, type StreamResponse, type Task
+} from '@a2a-js/sdk-v1'
+import Fastify from 'fastify'
+import t, { type Test } from 'tap'
+import a2a, { type AgentExecutor } from '../../index.js'
+import { listen, receiver, serve, until } from '../helper.js'
+
+// The official v1.x client (@a2a-js/sdk 1.x, default options: no legacyCompat) against this server, beside the
+// 0.3.14 client (CONTRACT.md §11). Every v1.0 operation, through the client's own API.
+
+let n = 0
+const sendRequest = (text: string, extra: Record<string, unknown> = {}, configuration: Record<string, unknown> = {}) =>
+  SendMessageRequest.fromJSON({ message: { messageId: `v1-${++n}`, role: 'ROLE_USER', parts: [{ text }], ...extra }, configuration })
+
+/** The text of a part, from the client's oneof form. */
+function textOf (task: Task): string {
+  return task.artifacts.flatMap(a => a.parts.map(p => p.content?.$case === 'text' ? p.content.value : '')).join('')
+}
+
+/** An executor that echoes, or waits for cancel on "wait". */
+const executor: AgentExecutor = async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'wait') {
+    yield 'waiting'
+    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  yield 'echo: '
+  yield text
+}
+
+async function collect (events: AsyncGenerator<StreamResponse>): Promise<StreamResponse[]> {
+  const out: StreamResponse[] = []
+  for await (const event of events) out.push(event)
+  return out
+}
+
+/** Headers on every call the client makes (an interceptor: the card fetch needs none). */
+function withHeaders (headers: Record<string, string>): CallInterceptor {
+  return {
+    async before (args) { args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, ...headers } } },
+    async after () {}
+  }
+}
+
+async function v1Client (base: string, headers: Record<string, string> = {}): Promise<Client> {
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { interceptors: [withHeaders(headers)] } }))
+  return factory.createFromUrl(base)
+}
+
+/** Every v1.0 operation, as a user of the client would drive it. */
+async function driveEverything (t: Test, client: Client, tasks: { state: (id: string) => Promise<string | undefined> }): Promise<void> {
+  t.equal(client.protocolVersion, '1.0', 'the client picked the v1.0 interface of the card')
+  t.ok(client.transport instanceof Object)
+
+  const sent = await client.sendMessage(sendRequest('hi')) as Task
+  t.equal(sent.status?.state, TaskState.TASK_STATE_COMPLETED)
+  t.equal(textOf(sent), 'echo: hi')
+
+  // Stream: every event the task makes.
+  const events = await collect(client.sendMessageStream(sendRequest('stream')))
+  t.same(events.map(e => e.payload?.$case), ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate'])
+  const last = events[events.length - 1].payload
+  t.equal(last?.$case === 'statusUpdate' ? last.value.status?.state : undefined, TaskState.TASK_STATE_COMPLETED)
+  const streamed = events[0].payload?.$case === 'task' ? events[0].payload.value.id : ''
+
+  // Get, with historyLength.
+  const got = await client.getTask(GetTaskRequest.fromJSON({ id: streamed, historyLength: 0 }))
+  t.equal(got.id, streamed)
+  t.same(got.history, [])
+  t.equal((await client.getTask(GetTaskRequest.fromJSON({ id: streamed }))).history.length, 1)
+
+  // List, with paging and filters.
+  const ctx = `ctx-${++n}`
+  for (let i = 0; i < 3; i++) await client.sendMessage(sendRequest(`list ${i}`, { contextId: ctx }))
+  const page = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, pageSize: 2 }))
+  t.equal(page.tasks.length, 2)
+  t.equal(page.pageSize, 2)
+  t.equal(page.totalSize, 3)
+  t.not(page.nextPageToken, '')
+  const rest = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, pageSize: 2, pageToken: page.nextPageToken, includeArtifacts: true }))
+  t.equal(rest.tasks.length, 1)
+  t.equal(rest.nextPageToken, '')
+  t.equal(textOf(rest.tasks[0]), 'echo: list 0')
+  const done = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, status: 'TASK_STATE_COMPLETED' }))
+  t.equal(done.totalSize, 3)
+
+  // Subscribe (live), then cancel; subscribe to the now terminal task.
+  const waiting = await client.sendMessage(sendRequest('wait', {}, { returnImmediately: true })) as Task
+  await until(async () => await tasks.state(waiting.id) === 'in_progress')
+  const subscription = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))
+  // The first event, the task as it stands, says the subscription is live: nothing after it can be missed.
+  const first = await subscription.next()
+  t.equal(first.value?.payload?.$case, 'task')
+  const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }))
+  t.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED)
+  const followed = [first.value as StreamResponse, ...await collect(subscription)]
+  const end = followed[followed.length - 1].payload
+  t.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : end?.$case === 'task' ? end.value.status?.state : undefined,
+    TaskState.TASK_STATE_CANCELED)
+  const terminal = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))).then(() => null, (err: Error) => err)
+  t.match((terminal as Error & { cause?: { envelopeCode?: number } })?.cause, { envelopeCode: -32004 }, 'a terminal task: UnsupportedOperation')
+  await t.rejects(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id })), { name: 'TaskNotCancelableError', envelopeCode: -32002 })
+  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), { name: 'TaskNotFoundError', envelopeCode: -32001 })
+
+  // The four push config operations.
+  const created = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({
+    taskId: sent.id, url: 'https://hooks.example.com/a', token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' }
+  }))
+  t.equal(created.id, 'default')
+  t.equal(created.authentication?.scheme, 'Bearer')
+  t.equal(created.authentication?.credentials, '', 'credentials are never returned')
+  await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: sent.id, id: 'mine', url: 'https://hooks.example.com/b' }))
+  const one = await client.getTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
+  t.equal(one.url, 'https://hooks.example.com/b')
+  const listed = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))
+  t.same(listed.configs.map(c => c.id), ['default', 'mine'])
+  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
+  const after = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))
+  t.same(after.configs.map(c => c.id), ['default'])
+}
+
+t.test('@a2a-js/sdk 1.x, default options, drives every v1.0 operation against the plugin', async t => {
+  const { app, url } = await listen(t, { executor })
+  const client = await v1Client(url)
+  await driveEverything(t, client, { state: async id => (await app.a2aTasks.store.get(id))?.task.status.state })
+})
+
+/** A task's state as the v1.0 client reads it, in the stored spelling `driveEverything` waits for. */
+const readState = (client: Client) => async (id: string) => {
+  const task = await client.getTask(GetTaskRequest.fromJSON({ id }))
+  return task.status?.state === TaskState.TASK_STATE_WORKING ? 'in_progress' : String(task.status?.state)
+}
+
+const EXECUTOR_MODULE = `export default async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'wait') {
+    yield 'waiting'
+    await new Promise(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  yield 'echo: '
+  yield text
+}
+`
+
+t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module)', async t => {
+  t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': EXECUTOR_MODULE })
+  const served = await serve(t, ['--config', 'agent.yml'])
+  const client = await v1Client(served.url)
+  await driveEverything(t, client, { state: readState(client) })
+})
+
+t.test('@a2a-js/sdk 1.x against the plugin registered under a prefix in a host app', async t => {
+  const host = Fastify({ logger: false })
+  host.get('/', async () => 'host')
+  await host.register(a2a, { prefix: '/agent', executor })
+  const base = await host.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => host.close())
+  const client = await v1Client(`${base}/agent/`)
+  t.match((client.transport as unknown as { endpoint: string }).endpoint, /\/agent\/$/, 'the card names the prefixed URL')
+  await driveEverything(t, client, { state: readState(client) })
+})
+
+t.test('@a2a-js/sdk 1.x and 0.3.14 against the standalone server started with no config', async t => {
+  t.testdir({})
+  const served = await serve(t, [])
+  const client = await v1Client(served.url)
+  const sent = await client.sendMessage(sendRequest('standalone')) as Task
+  t.equal(sent.status?.state, TaskState.TASK_STATE_COMPLETED)
+  t.match(textOf(sent), /standalone/)
+  const events = await collect(client.sendMessageStream(sendRequest('streamed')))
+  t.equal(events[0].payload?.$case, 'task')
+  const listed = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 1 }))
+  t.equal(listed.tasks.length, 1)
+  t.equal(listed.totalSize, 2)
+
+  const old = await A2AClient.fromCardUrl(`${served.url}/.well-known/agent-card.json`)
+  const got = await old.getTask({ id: sent.id }) as any
+  t.equal(got.result.kind, 'task', 'the 0.3 client reads the task the 1.x client made')
+  t.equal(got.result.status.state, 'completed')
+})
+
+t.test('a 0.3 client and a 1.x client on the same task: one streams in v1.0 while the other drives it in v0.3', async t => {
+  const { url } = await listen(t, { executor, config: { protocol: { dialect: 'a2a' } } })
+  const v1 = await v1Client(url)
+  const old = await A2AClient.fromCardUrl(`${url}/.well-known/agent-card.json`)
+  const started = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: `old-${++n}`, parts: [{ kind: 'text', text: 'wait' }] }, configuration: { blocking: false } }) as any
+  const id = started.result.id as string
+  await until(async () => (await v1.getTask(GetTaskRequest.fromJSON({ id }))).status?.state === TaskState.TASK_STATE_WORKING)
+  const subscription = v1.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id }))
+  t.equal((await subscription.next()).value?.payload?.$case, 'task', 'the v1.0 stream is live')
+  const canceled = await old.cancelTask({ id }) as any
+  t.equal(canceled.result.status.state, 'canceled')
+  const events = await collect(subscription)
+  const end = events[events.length - 1].payload
+  t.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : undefined, TaskState.TASK_STATE_CANCELED)
+  const listedOld = await old.getTask({ id }) as any
+  t.equal(listedOld.result.status.state, 'canceled')
+})
+
+t.test('@a2a-js/sdk 1.x with security on: the extended card, and a v1.0 webhook received by a real receiver', async t => {
+  const key = 'key-sdk-v1-0123456789'
+  const hook = await receiver(t)
+  const { url } = await listen(t, {
+    executor,
+    config: {
+      security: { enabled: true, auth: { api_key: { keys: [{ key, scopes: ['agent:read', 'files:read'], id: 'sdk' }] } } },
+      push_notifications: { config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.01, timeout: 1 } }
+    }
+  })
+  const client = await v1Client(url, { 'X-API-Key': key })
+  const card = await client.getAgentCard()
+  t.equal(card.capabilities?.extendedAgentCard, true)
+  t.ok(card.skills.some(s => s.id === 'tool-list_directory'), 'the extended card, with the skills the key allows')
+
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()] }))
+  const anonymous = await factory.createFromUrl(url)
+  await t.rejects(anonymous.sendMessage(sendRequest('x')), /401|Unauthenticated|-32010/, 'no key: refused')
+
+  const sent = await client.sendMessage(sendRequest('hook', {}, {
+    taskPushNotificationConfig: { url: `${hook.url}/v1`, authentication: { scheme: 'Bearer', credentials: 'cred' } }
+  })) as Task
+  t.equal(sent.status?.state, TaskState.TASK_STATE_COMPLETED)
+  await until(() => hook.received.some(r => r.body?.task?.status?.state === 'TASK_STATE_COMPLETED'))
+  t.equal(hook.received[0].headers['content-type'], 'application/a2a+json')
+  t.equal(hook.received[0].headers.authorization, 'Bearer cred')
+})
