@@ -31,6 +31,14 @@ export function checks (r) {
     const v = ratio(rps('ours-key', 'send'), rps('ours', 'send'))
     add('message/send with an API key vs without security', `${v}×`, '≥ 0.9×', v >= 0.9)
   }
+  // A2A v1.0 costs no more than v0.3: server CPU µs per request, same process, same run (CONTRACT.md §11).
+  for (const [v1, v03, name] of [['send-v1', 'send', 'SendMessage'], ['stream-v1', 'stream', 'SendStreamingMessage']]) {
+    const a = t.ours?.[v1]
+    const b = t.ours?.[v03]
+    if (a === undefined || b === undefined) continue
+    const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
+    add(`v1.0 ${name} CPU per request vs v0.3`, `${v}×`, '≤ 1.1×', v <= 1.1)
+  }
   if (t.ours?.push !== undefined && r.got !== undefined) {
     const v = ratio(t.ours.push.deliveries, r.got.deliveries)
     add('push deliveries/s vs bare got', `${v}×`, '≥ 0.9×', v >= 0.9)
@@ -44,7 +52,9 @@ export function checks (r) {
 
 const LOADS = [
   ['send', 'message/send', 'req/s'],
+  ['send-v1', 'SendMessage (A2A v1.0)', 'req/s'],
   ['stream', 'message/stream', 'streams/s'],
+  ['stream-v1', 'SendStreamingMessage (A2A v1.0)', 'streams/s'],
   ['push', 'push end to end', 'tasks/s']
 ]
 

@@ -1,6 +1,7 @@
 // `npm run bench`: fastify-a2a against bare Fastify (the ceiling of our stack) and @a2a-js/sdk (the peer), in one
 // run on this machine, one server at a time, each in its own process on 127.0.0.1. Loads: message/send (autocannon),
-// message/stream (undici, every stream read to the end), push end to end (against a local receiver, next to a bare
+// message/stream (undici, every stream read to the end), their A2A v1.0 twins SendMessage and SendStreamingMessage
+// (our server), push end to end (against a local receiver, next to a bare
 // got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
@@ -67,7 +68,8 @@ const TARGETS = {
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
   floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
-  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: ['send', 'stream', 'push'], memory: true },
+  // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
+  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: ['send', 'send-v1', 'stream', 'stream-v1', 'push'], memory: true },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } }
 }
 
@@ -107,7 +109,9 @@ async function runTarget (id, hook) {
     for (const load of target.loads) {
       log(`${id} ${load}`)
       if (load === 'send') row.send = await measure(pid, seconds => sendLoad(server.url, { ...opts, seconds }))
+      if (load === 'send-v1') row['send-v1'] = await measure(pid, seconds => sendLoad(server.url, { ...opts, seconds, method: 'SendMessage' }))
       if (load === 'stream') row.stream = await measure(pid, seconds => streamLoad(server.url, { ...opts, seconds }))
+      if (load === 'stream-v1') row['stream-v1'] = await measure(pid, seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }))
       if (load === 'push') row.push = await measure(pid, seconds => pushLoad(server.url, hook, { ...opts, seconds }))
     }
     await settle()
