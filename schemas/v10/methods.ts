@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { IdSchema, MetadataSchema } from '../common.js'
+import { IdSchema } from '../common.js'
 import { V10MessageSchema, V10PushConfigSchema, V10TaskSchema, V10TaskStateSchema } from './objects.js'
 
 // Params of the v1.0 JSON-RPC methods (CONTRACT.md §11.3), after snake_case keys are renamed. Every request may
@@ -7,7 +7,7 @@ import { V10MessageSchema, V10PushConfigSchema, V10TaskSchema, V10TaskStateSchem
 
 const Tenant = Type.Optional(Type.String({ maxLength: 256 }))
 const HistoryLength = Type.Optional(Type.Integer({ minimum: 0 }))
-const Struct = Type.Optional(Type.Union([MetadataSchema, Type.Null()]))
+const Struct = Type.Optional(Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'] }))
 
 export const V10SendMessageParamsSchema = Type.Object({
   tenant: Tenant,

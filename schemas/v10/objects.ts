@@ -6,8 +6,11 @@ import { IdSchema, MetadataSchema } from '../common.js'
 // allowed: clients send fields of later minor versions. What the server writes is described for the OpenRPC
 // document (the codec writes it).
 
-/** A proto enum in JSON: its name, or its number. */
-const ProtoEnum = (names: readonly string[]) => Type.Union([Type.Unsafe<string>({ type: 'string', enum: names }), Type.Integer()])
+/**
+ * A proto enum in JSON: its name, or its number. Which names and numbers are known is the codec's check, which names
+ * the field; one `type` here, not a union, keeps the validation of every request cheap.
+ */
+const ProtoEnum = (names: readonly string[]) => Type.Unsafe<string | number>({ type: ['string', 'integer'], description: names.join(' | ') })
 
 export const V10_STATE_NAMES = [
   'TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED',
@@ -16,7 +19,7 @@ export const V10_STATE_NAMES = [
 export const V10TaskStateSchema = ProtoEnum(V10_STATE_NAMES)
 
 /** A Struct field: an object, or null (unset). */
-const Struct = Type.Union([MetadataSchema, Type.Null()])
+const Struct = Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'] })
 
 /** Part: exactly one of `text`, `raw` (base64), `url`, `data` (checked by the codec, which names the part). */
 export const V10PartSchema = Type.Object({

@@ -49,7 +49,6 @@ export function fieldError (field: string, reason: string): JsonRpcError {
 // Input: snake_case field names and enum numbers are accepted (ProtoJSON parsers must); `metadata`, `data` and
 // `params` values are the client's own JSON and are left as they are.
 
-const OPAQUE = new Set(['metadata', 'data'])
 const SNAKE = /_([a-z0-9])/g
 
 /**
@@ -68,24 +67,29 @@ export function camelKeys (value: unknown): unknown {
   }
   const obj = value as Record<string, unknown>
   let out: Record<string, unknown> | undefined
-  for (const key of Object.keys(obj)) {
-    const name = key.includes('_') ? key.replace(SNAKE, (_m, c: string) => c.toUpperCase()) : key
-    const item = OPAQUE.has(name) ? obj[key] : camelKeys(obj[key])
-    if (name !== key || item !== obj[key]) {
-      out ??= copyUntil(obj, key)
+  for (const key in obj) {
+    const name = key.includes('_') ? key.replace(SNAKE, upper) : key
+    const given = obj[key]
+    const item = name === 'metadata' || name === 'data' ? given : camelKeys(given)
+    if (out !== undefined) {
       // A camelCase key given beside its snake_case twin wins.
       if (name === key || !Object.hasOwn(obj, name)) out[name] = item
-    } else if (out !== undefined) {
-      out[name] = item
+    } else if (name !== key || item !== given) {
+      out = copyUntil(obj, key)
+      if (name === key || !Object.hasOwn(obj, name)) out[name] = item
     }
   }
   return out ?? obj
 }
 
+function upper (_match: string, c: string): string {
+  return c.toUpperCase()
+}
+
 /** A copy of an object's entries before `stop`. */
 function copyUntil (obj: Record<string, unknown>, stop: string): Record<string, unknown> {
   const out: Record<string, unknown> = {}
-  for (const key of Object.keys(obj)) {
+  for (const key in obj) {
     if (key === stop) break
     out[key] = obj[key]
   }
@@ -152,6 +156,10 @@ export function decodePushConfig (config: V10PushConfig): PushNotificationConfig
 // ---------------------------------------------------------------------------------------------------------------
 // Output: camelCase, enum names, no `kind`, no nulls, never a snake_case key.
 
+// Each object is made in one literal with every field, absent ones `undefined` (which JSON leaves out): one hidden
+// class per kind of object, and no object grown field by field. A cache per snapshot cost more than it saved (a
+// WeakMap entry per task is work for every garbage collection).
+
 export interface V10Task {
   id: string
   contextId: string
@@ -163,77 +171,81 @@ export interface V10Task {
 
 interface V10Status { state: string, message?: unknown, timestamp: string }
 
-/** Whole tasks encoded, per immutable snapshot: streams, pushes and answers of one state share one encoding. */
-const encoded = new WeakMap<Task, V10Task>()
-
 /**
  * A Task in its v1.0 form. `historyLength` follows v1.0 §3.2.4 (unset: all; 0: none; N: the last N); `artifacts`
  * false leaves them out (ListTasks without includeArtifacts).
  */
 export function encodeTask (task: Task, historyLength?: number, artifacts = true): V10Task {
-  let whole = encoded.get(task)
-  if (whole === undefined) {
-    whole = {
-      id: task.id,
-      contextId: task.contextId,
-      status: encodeStatus(task.status),
-      artifacts: task.artifacts.map(encodeArtifact),
-      history: task.history.map(encodeMessage)
-    }
-    if (task.metadata != null) whole.metadata = task.metadata
-    encoded.set(task, whole)
+  const { history } = task
+  const from = historyLength !== undefined && historyLength < history.length ? history.length - historyLength : 0
+  const messages = new Array(history.length - from)
+  for (let i = from; i < history.length; i++) messages[i - from] = encodeMessage(history[i])
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    status: encodeStatus(task.status),
+    artifacts: artifacts ? encodeArtifacts(task.artifacts) : undefined,
+    history: messages,
+    metadata: task.metadata ?? undefined
   }
-  const cut = historyLength !== undefined && historyLength < task.history.length
-  if (!cut && artifacts) return whole
-  const out: V10Task = { id: whole.id, contextId: whole.contextId, status: whole.status }
-  if (artifacts) out.artifacts = whole.artifacts
-  const history = whole.history as unknown[]
-  out.history = cut ? history.slice(history.length - historyLength) : history
-  if (whole.metadata !== undefined) out.metadata = whole.metadata
-  return out
 }
 
 function encodeStatus (status: TaskStatus): V10Status {
-  if (status.message == null) return { state: V10_STATES[status.state], timestamp: status.timestamp }
-  return { state: V10_STATES[status.state], message: encodeMessage(status.message), timestamp: status.timestamp }
+  return {
+    state: V10_STATES[status.state],
+    message: status.message == null ? undefined : encodeMessage(status.message),
+    timestamp: status.timestamp
+  }
 }
 
 export function encodeMessage (message: Message): Record<string, unknown> {
-  const out: Record<string, unknown> = { messageId: message.messageId }
-  if (message.contextId !== undefined) out.contextId = message.contextId
-  if (message.taskId !== undefined) out.taskId = message.taskId
-  out.role = ROLE_NAMES[message.role]
-  out.parts = message.parts.map(encodePart)
-  if (message.metadata != null) out.metadata = message.metadata
-  if (message.extensions !== undefined && message.extensions.length > 0) out.extensions = message.extensions
-  if (message.referenceTaskIds !== undefined && message.referenceTaskIds.length > 0) out.referenceTaskIds = message.referenceTaskIds
+  return {
+    messageId: message.messageId,
+    contextId: message.contextId,
+    taskId: message.taskId,
+    role: ROLE_NAMES[message.role],
+    parts: encodeParts(message.parts),
+    metadata: message.metadata ?? undefined,
+    extensions: nonEmpty(message.extensions),
+    referenceTaskIds: nonEmpty(message.referenceTaskIds)
+  }
+}
+
+function nonEmpty<T> (list: T[] | null | undefined): T[] | undefined {
+  return list != null && list.length > 0 ? list : undefined
+}
+
+function encodeParts (parts: readonly Part[]): Array<Record<string, unknown>> {
+  const out = new Array(parts.length)
+  for (let i = 0; i < parts.length; i++) out[i] = encodePart(parts[i])
   return out
 }
 
 function encodePart (part: Part): Record<string, unknown> {
-  let out: Record<string, unknown>
-  if (part.kind === 'text') {
-    out = { text: part.text }
-  } else if (part.kind === 'data') {
-    out = { data: part.data }
-  } else {
-    const { file } = part
-    out = file.bytes !== undefined ? { raw: file.bytes } : { url: file.uri ?? '' }
-    if (file.mimeType !== undefined) out.mediaType = file.mimeType
-    if (file.name !== undefined) out.filename = file.name
-  }
-  if (part.metadata != null) out.metadata = part.metadata
+  const metadata = part.metadata ?? undefined
+  if (part.kind === 'text') return { text: part.text, metadata }
+  if (part.kind === 'data') return { data: part.data, metadata }
+  const { file } = part
+  return file.bytes !== undefined
+    ? { raw: file.bytes, mediaType: file.mimeType, filename: file.name, metadata }
+    : { url: file.uri ?? '', mediaType: file.mimeType, filename: file.name, metadata }
+}
+
+function encodeArtifacts (artifacts: readonly Artifact[]): Array<Record<string, unknown>> {
+  const out = new Array(artifacts.length)
+  for (let i = 0; i < artifacts.length; i++) out[i] = encodeArtifact(artifacts[i])
   return out
 }
 
 function encodeArtifact (artifact: Artifact): Record<string, unknown> {
-  const out: Record<string, unknown> = { artifactId: artifact.artifactId }
-  if (artifact.name !== undefined) out.name = artifact.name
-  if (artifact.description != null) out.description = artifact.description
-  out.parts = artifact.parts.map(encodePart)
-  if (artifact.metadata != null) out.metadata = artifact.metadata
-  if (artifact.extensions != null && artifact.extensions.length > 0) out.extensions = artifact.extensions
-  return out
+  return {
+    artifactId: artifact.artifactId,
+    name: artifact.name,
+    description: artifact.description ?? undefined,
+    parts: encodeParts(artifact.parts),
+    metadata: artifact.metadata ?? undefined,
+    extensions: nonEmpty(artifact.extensions)
+  }
 }
 
 /** A task event as a v1.0 StreamResponse: `statusUpdate` or `artifactUpdate` (no `final`, CONTRACT.md §11.3). */
@@ -255,10 +267,8 @@ export function encodeEvent (event: TaskEvent): Record<string, unknown> {
 
 /** A stored push config as v1.0 results show it: flat, and never with its credentials (CONTRACT.md §11.3). */
 export function encodePushConfig (taskId: string, config: { id?: string, url: string, token?: string, authentication?: { schemes: string[] } }): Record<string, unknown> {
-  const out: Record<string, unknown> = { id: config.id, taskId, url: config.url }
-  if (config.token !== undefined) out.token = config.token
-  if (config.authentication !== undefined) out.authentication = { scheme: config.authentication.schemes[0] }
-  return out
+  const auth = config.authentication
+  return { id: config.id, taskId, url: config.url, token: config.token, authentication: auth === undefined ? undefined : { scheme: auth.schemes[0] } }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

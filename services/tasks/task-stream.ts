@@ -78,11 +78,17 @@ export function eventResult (event: TaskEvent, dialect: Wire): string {
   return json
 }
 
+/** A snapshot as a stream writes it: the Task (v0.3) or the StreamResponse `{task}` (v1.0). */
+function snapshotJson (task: Task, dialect: Wire): string {
+  return JSON.stringify(dialect === 'v1' ? { task: encodeTask(task) } : presentTask(task, dialect))
+}
+
+/** The same, remembered per snapshot: every stream that resubscribes to a task starts from the same one. */
 function snapshotResult (task: Task, dialect: Wire): string {
   const cache = snapshots[dialect]
   let json = cache.get(task)
   if (json === undefined) {
-    json = JSON.stringify(dialect === 'v1' ? { task: encodeTask(task) } : presentTask(task, dialect))
+    json = snapshotJson(task, dialect)
     cache.set(task, json)
   }
   return json
@@ -243,7 +249,9 @@ export class TaskEventStream {
   }
 
   #json (result: Result): string {
-    return 'snapshot' in result ? snapshotResult(result.snapshot, this.#dialect) : eventResult(result, this.#dialect)
+    if (!('snapshot' in result)) return eventResult(result, this.#dialect)
+    // The first result of a message's own stream is its new task, which no other stream shares: nothing to remember.
+    return this.#mode === 'message' ? snapshotJson(result.snapshot, this.#dialect) : snapshotResult(result.snapshot, this.#dialect)
   }
 }
 
