@@ -8,7 +8,7 @@ import type { PushService } from '../push/service.js'
 import type { StoredTask } from '../tasks/store.js'
 import type { SettledTask, TaskService } from '../tasks/task-service.js'
 import { TaskEventStream, type Wire } from '../tasks/task-stream.js'
-import { isSettled } from '../tasks/states.js'
+import { isTerminal } from '../tasks/states.js'
 
 // The A2A operations (README, Architecture): binding- and version-neutral, over the internal task model. A codec
 // decodes a request into their input and encodes what they return; a binding frames it. The rules every version
@@ -114,15 +114,16 @@ export class A2AOperations {
   }
 
   /**
-   * Follows a task: its snapshot, then live events until it settles. `settled` is the error for a task that has
-   * settled already (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3).
+   * Follows a task: its snapshot, then live events until it settles. `terminal` is the error for a task that has
+   * ended (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3), as a task
+   * waiting for input does in both.
    */
-  async subscribe (id: string, principal: Principal, wire: Wire, settled?: (task: Task) => JsonRpcError): Promise<TaskEventStream> {
+  async subscribe (id: string, principal: Principal, wire: Wire, terminal?: (task: Task) => JsonRpcError): Promise<TaskEventStream> {
     const events = new TaskEventStream(this.tasks.bus, id, { dialect: wire, mode: 'resubscribe' })
     try {
       await events.ready
       const record = await this.tasks.get(id, principal)
-      if (settled !== undefined && isSettled(record.task.status.state)) throw settled(record.task)
+      if (terminal !== undefined && isTerminal(record.task.status.state)) throw terminal(record.task)
       return events.start(record)
     } catch (err) {
       events.close()

@@ -123,6 +123,23 @@ t.test('§11.4 errors: data is an ErrorInfo array; -32602 adds BadRequest field 
   t.match(cancelDone.body.error, { code: -32002, data: [{ reason: 'TASK_NOT_CANCELABLE' }] })
 })
 
+t.test('§11.1 v1.0 methods and A2A-Version: absent, 1, 1.0.1 and 0.3 are served; 2.0, garbage and the query form are -32009', async t => {
+  const app = await build(t)
+  for (const version of [undefined, '1', '1.0.1', '0.3', '']) {
+    const headers: Record<string, string> = version === undefined ? {} : { 'a2a-version': version }
+    const res = await v1Call(app, 'ListTasks', {}, headers)
+    t.type(res.body.result.totalSize, 'number', `A2A-Version ${JSON.stringify(version)}`)
+  }
+  for (const [headers, url] of [[{ 'a2a-version': '2.0' }, '/'], [{ 'a2a-version': 'garbage' }, '/'], [{}, '/?A2A-Version=9.1']] as const) {
+    const res = await app.inject({ method: 'POST', url, headers, payload: rpc('ListTasks', {}, 'q') })
+    t.equal(res.statusCode, 200)
+    t.match(res.json(), {
+      id: 'q',
+      error: { code: -32009, message: 'Version not supported', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'VERSION_NOT_SUPPORTED', domain: 'a2a-protocol.org', metadata: { detail: /is not supported; supported: 0\.3, 1\.0$/ } }] }
+    }, `${JSON.stringify(headers)} ${url}`)
+  }
+})
+
 t.test('§11.1 the method name picks the semantics, with or without the header', async t => {
   const app = await build(t)
   for (const headers of [{}, { 'a2a-version': '0.3' }, V1]) {
@@ -143,6 +160,12 @@ t.test('§11.3 GetTask historyLength: unset = all, 0 = none, N = the last N', as
   t.same((await v1Call(app, 'GetTask', { id: first.id, historyLength: 0 })).body.result.history, [])
   const last = (await v1Call(app, 'GetTask', { id: first.id, historyLength: 1 })).body.result.history
   t.same(last, [all.history[all.history.length - 1]])
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const waiting = (await v1Call(app, 'SendMessage', { message: v1Message('three') })).body.result.task
+  t.equal(waiting.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  const interrupted = await postStream(url, rpc('SubscribeToTask', { id: waiting.id }, 'wait'), V1)
+  t.match(interrupted.events, [{ id: 'wait', result: { task: { id: waiting.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' } } } }],
+    'a task waiting for input: its snapshot, then the stream closes (it has not ended: no -32004)')
   const negative = await v1Call(app, 'GetTask', { id: first.id, historyLength: -1 })
   t.match(negative.body.error.data[1], { fieldViolations: [{ field: 'historyLength' }] })
 })

@@ -26,10 +26,10 @@ export function pushNotSupportedV10 (): JsonRpcError {
   return new JsonRpcError(RpcCode.pushNotSupported, 'Push notifications are not supported', 'push notifications are not supported')
 }
 
-/** -32004: subscribing to a task that has settled (CONTRACT.md §11.3). */
-function settledTask (task: { id: string, status: { state: string } }): JsonRpcError {
+/** -32004: subscribing to a task that has ended (CONTRACT.md §11.3). */
+function terminalTask (task: { id: string, status: { state: string } }): JsonRpcError {
   return new JsonRpcError(RpcCode.unsupportedOperation, 'Unsupported operation',
-    `task "${task.id}" is ${task.status.state}: a settled task has no events to subscribe to`)
+    `task "${task.id}" is ${task.status.state}: a task that has ended has no events to subscribe to`)
 }
 
 /** A SendMessage request as the operations take it. */
@@ -91,14 +91,14 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
   const subscribe: MethodDefinition<typeof V10TaskIdParamsSchema> = {
     name: 'SubscribeToTask',
     twin: 'tasks/resubscribe',
-    summary: 'A2A v1.0: streams a task that has not settled: { task } first, then its updates until it settles.',
+    summary: 'A2A v1.0: streams a task that has not ended: { task } first, then its updates until it settles (-32004 once it has ended).',
     params: V10TaskIdParamsSchema,
     prepare: camelKeys,
     result: V10StreamResponseSchema,
     streaming: true,
     errors: [RpcCode.taskNotFound, RpcCode.unsupportedOperation],
     handler ({ id }, ctx) {
-      return ops.subscribe(id, ctx.principal, 'v1', settledTask)
+      return ops.subscribe(id, ctx.principal, 'v1', terminalTask)
     }
   }
 
