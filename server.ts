@@ -69,6 +69,9 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     connectionTimeout: (Math.max(config.server.request_timeout, config.server.heartbeat_interval) + IDLE_MARGIN_S) * 1000,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     trustProxy: trustProxy(config.server),
+    // A path parameter of the HTTP+JSON routes (a task or push config id) may be as long as an id may (256),
+    // percent-encoded; Fastify's default (100) would answer longer ones 414.
+    routerOptions: { maxParamLength: 1024 },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // The request logger is made when a request first logs at an enabled level; a route's own level or serializers

@@ -57,7 +57,9 @@ interface OpenStream {
   readonly res: ServerResponse
   /** Gives the principal's stream slot back. */
   readonly release: () => void
+  /** What goes before and after each result's JSON: the JSON-RPC envelope, or (REST) the bare `data:` line. */
   readonly prefix: string
+  readonly suffix: string
   readonly source: EventSource
   lastWrite: number
   /** Writes are being held until the end of this tick (see `#cork`). */
@@ -123,10 +125,11 @@ export class StreamHub {
   }
 
   /**
-   * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id.
-   * `release` (from `reserve`) is called once the stream is gone.
+   * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id, or
+   * with `id` undefined (the HTTP+JSON binding) each `data: <result>\n\n`. `release` (from `reserve`) is called once
+   * the stream is gone.
    */
-  open (reply: FastifyReply, id: JsonRpcId, source: EventSource, release: () => void = noop): void {
+  open (reply: FastifyReply, id: JsonRpcId | undefined, source: EventSource, release: () => void = noop): void {
     reply.hijack()
     const res = reply.raw
     // The client left while the stream was being prepared (Redis I/O, say): its `close` has fired already and would
@@ -136,7 +139,9 @@ export class StreamHub {
       source.close()
       return
     }
-    const stream: OpenStream = { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, source, lastWrite: Date.now(), corked: false }
+    const stream: OpenStream = id === undefined
+      ? { res, release, prefix: 'data: ', suffix: '\n\n', source, lastWrite: Date.now(), corked: false }
+      : { res, release, prefix: `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, suffix: '}\n\n', source, lastWrite: Date.now(), corked: false }
     this.#cork(stream)
     res.writeHead(200, this.#headers(reply))
     res.flushHeaders()
@@ -146,7 +151,7 @@ export class StreamHub {
     res.once('close', () => this.#drop(stream))
     res.on('drain', () => source.drain())
     source.attach({
-      write: json => this.#write(stream, stream.prefix + json + '}\n\n'),
+      write: json => this.#write(stream, stream.prefix + json + stream.suffix),
       end: () => this.#end(stream),
       queued: () => res.writableLength,
       abort: () => this.#cut(stream)
@@ -175,7 +180,7 @@ export class StreamHub {
 
   /** The stream's current snapshot, then its end. */
   #finish (stream: OpenStream): void {
-    this.#write(stream, stream.prefix + stream.source.snapshot() + '}\n\n')
+    this.#write(stream, stream.prefix + stream.source.snapshot() + stream.suffix)
     this.#end(stream)
   }
 

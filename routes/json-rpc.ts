@@ -1,10 +1,9 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import sjson from 'secure-json-parse'
 import type { Principal } from '../services/auth/principal.js'
 import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import {
-  dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, tooDeep, type IdentifiedError, type JsonRpcRequest, type Outcome
+  dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, type IdentifiedError, type JsonRpcRequest, type Outcome
 } from '../services/json-rpc/dispatch.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
@@ -12,12 +11,16 @@ import type { EventSource } from '../plugins/sse.js'
 import { writes } from '../services/lazy-logger.js'
 import { versionRefusal } from '../services/a2a/version.js'
 import openRpcRoutes from './openrpc.js'
+import restRoutes from './rest.js'
+import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
   bodyLimit: number
   /** Authentication and its limits, for this route context only. */
   auth: AuthPluginOptions
+  /** `protocol.rest`: the HTTP+JSON binding's routes, in this context (its authentication and limits). */
+  rest?: boolean
 }
 
 /** A request's outcome, waiting in the outbox. */
@@ -42,52 +45,6 @@ declare module 'fastify' {
  */
 const REFUSAL_READ_LIMIT = 64 * 1024
 
-/** `application/json` and `application/*+json`, with or without parameters (CONTRACT.md §3). */
-const JSON_TYPE = /^application\/(?:[\w!#$&^.-]+\+)?json(?:\s*;|$)/i
-
-const parseError = (data: string) => new JsonRpcError(RpcCode.parseError, 'Parse error', data, 400)
-
-/**
- * Parses JSON bodies for the JSON-RPC route only. `__proto__` and `constructor.prototype` keys are dropped while
- * parsing, so nothing downstream can be tricked into changing a prototype.
- */
-function parseJson (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void): void {
-  let value: unknown
-  try {
-    value = sjson.parse(body, null, { protoAction: 'remove', constructorAction: 'remove' })
-  } catch {
-    done(parseError('the body is not valid JSON'))
-    return
-  }
-  if (tooDeep(value)) {
-    done(Object.assign(new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'nesting is deeper than 64 levels'), { id: null }))
-    return
-  }
-  done(null, value)
-}
-
-/** Transport-level refusals by Fastify itself, mapped to JSON-RPC bodies (CONTRACT.md §3 and §4). */
-function frameworkError (err: FastifyError): JsonRpcError {
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'the body is larger than the limit', 413)
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'Content-Type must be application/json', 415)
-    default:
-      return new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'the request could not be read', 400)
-  }
-}
-
-/** The JSON-RPC error a failure of this route context answers with (its id, when it is known, is on the error). */
-function routeError (err: FastifyError | JsonRpcError, request: FastifyRequest): JsonRpcError {
-  if (err instanceof JsonRpcError) return err
-  // Redis failing under the auth hook's limits: the documented 503 with Retry-After, as in a method (CONTRACT.md §8.1).
-  if (err.code === 'A2A_ERR_STORAGE_UNAVAILABLE') return toJsonRpcError(err, request.log)
-  if (typeof err.statusCode === 'number' && err.statusCode < 500) return frameworkError(err)
-  request.log.error({ err }, 'json-rpc route failed')
-  return new JsonRpcError(RpcCode.internalError, 'Internal error')
-}
-
 /**
  * Counts an answered JSON-RPC request in the metrics, when they are on: by method, code (0 for a result) and
  * duration. `GET /openrpc.json` shares this context and its error answers, but is no JSON-RPC request.
@@ -102,7 +59,7 @@ function observe (reply: FastifyReply, code: number): void {
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
 const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
   fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, parseJson)
+  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, parseJsonBody)
 
   // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
   // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
@@ -154,6 +111,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   const secured = opts.auth.config.security.enabled
   // GET /openrpc.json shares this context: the same authentication, limits and error answers as POST /.
   await fastify.register(openRpcRoutes, { secured })
+  if (opts.rest === true) await fastify.register(restRoutes, { bodyLimit: opts.bodyLimit, secured })
 
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {

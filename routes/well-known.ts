@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { buildAgentCard, cardInterfaces, type CardBindings } from '../services/agent-card.js'
+import { buildAgentCard, cardBindingsOf, cardInterfaces, type CardBindings } from '../services/agent-card.js'
 
 export interface WellKnownRoutesOptions {
   config: A2AConfig
@@ -48,7 +48,7 @@ const ReadySchema = {
 /** `/health`, `/ready` and the agent card: public routes, never authenticated (CONTRACT.md §3). */
 const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, opts) => {
   const { config } = opts
-  const bindings = opts.cardBindings ?? {}
+  const bindings = opts.cardBindings ?? cardBindingsOf(config)
   // One hybrid card for every request, whatever its A2A-Version (CONTRACT.md §11.5).
   const card = buildAgentCard(config, { ...bindings, prefix: opts.cardPrefix })
   const fixed = config.agent.url !== undefined

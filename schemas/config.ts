@@ -86,7 +86,9 @@ export const ProtocolConfigSchema = obj({
    * The card's `securitySchemes` entries (CONTRACT.md §11.5): `merged` writes the v0.3 form and the v1.0 oneof wrapper
    * in one object, which every SDK parser and the v0.3 conformance suite read; `v1` writes the wrapper alone.
    */
-  card_security_schemes: Type.Union([Type.Literal('merged'), Type.Literal('v1')], { default: 'merged' })
+  card_security_schemes: Type.Union([Type.Literal('merged'), Type.Literal('v1')], { default: 'merged' }),
+  /** The HTTP+JSON (REST) binding at the prefix root (CONTRACT.md §12); false removes its routes and card entries. */
+  rest: Bool(true)
 })
 
 export const ApiKeySchema = Type.Object({

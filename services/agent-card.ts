@@ -76,8 +76,8 @@ export interface V1AgentCard {
 
 /** The bindings served besides JSON-RPC (always on), and the interfaces' tenant. */
 export interface CardBindings {
-  /** HTTP+JSON (CONTRACT.md §12), served at the same base URL as JSON-RPC. */
-  rest?: boolean
+  /** HTTP+JSON (CONTRACT.md §12), served at the same base URL as JSON-RPC: the protocol versions it serves. */
+  rest?: ReadonlyArray<'1.0' | '0.3'>
   /** gRPC (CONTRACT.md §13): its advertised URL when the binding is on. Listed in `supportedInterfaces` only. */
   grpcUrl?: string
   /** Written on every interface, only when tenants are configured. */
@@ -142,16 +142,25 @@ export function publicUrl (config: A2AConfig, prefix: string): string {
  * `url` and `additionalInterfaces` (never gRPC there).
  */
 export function cardInterfaces (url: string, bindings: CardBindings = {}): Pick<AgentCard, 'supportedInterfaces' | 'url' | 'additionalInterfaces'> {
-  const served: Array<[ProtocolBinding, string]> = [['JSONRPC', url]]
-  if (bindings.rest === true) served.push(['HTTP+JSON', url])
-  if (bindings.grpcUrl !== undefined) served.push(['GRPC', bindings.grpcUrl])
+  // Each binding with the protocol versions it serves.
+  const served: Array<[ProtocolBinding, string, ReadonlyArray<'1.0' | '0.3'>]> = [['JSONRPC', url, INTERFACE_VERSIONS]]
+  if (bindings.rest !== undefined && bindings.rest.length > 0) served.push(['HTTP+JSON', url, bindings.rest])
+  if (bindings.grpcUrl !== undefined) served.push(['GRPC', bindings.grpcUrl, INTERFACE_VERSIONS])
   const tenant = bindings.tenant === undefined ? {} : { tenant: bindings.tenant }
   return {
-    supportedInterfaces: INTERFACE_VERSIONS.flatMap(protocolVersion =>
-      served.map(([protocolBinding, at]) => ({ url: at, protocolBinding, ...tenant, protocolVersion }))),
+    supportedInterfaces: INTERFACE_VERSIONS.flatMap(protocolVersion => served
+      .filter(([, , versions]) => versions.includes(protocolVersion))
+      .map(([protocolBinding, at]) => ({ url: at, protocolBinding, ...tenant, protocolVersion }))),
     url,
-    additionalInterfaces: served.filter(([binding]) => binding !== 'GRPC').map(([transport, at]) => ({ url: at, transport }))
+    additionalInterfaces: served.filter(([binding, , versions]) => binding !== 'GRPC' && versions.includes('0.3'))
+      .map(([transport, at]) => ({ url: at, transport }))
   }
+}
+
+/** The bindings the configuration serves besides JSON-RPC, as the card lists them. */
+export function cardBindingsOf (config: A2AConfig): CardBindings {
+  // HTTP+JSON serves v1.0 so far; its v0.3 routes (`/v1/...`) are listed once they are served.
+  return config.protocol.rest ? { rest: ['1.0'] } : {}
 }
 
 /** The v1.0 form of v0.3 security requirements: `{apiKey: []}` → `{schemes: {apiKey: {list: []}}}`. */
@@ -219,7 +228,7 @@ function securityOf (config: A2AConfig): Pick<AgentCard, 'securitySchemes' | 'se
 
 /** The hybrid card of CONTRACT.md §11.5, for the configured address (the well-known route rewrites it per Host). */
 export function buildAgentCard (config: A2AConfig, opts: CardOptions): AgentCard {
-  const { url, supportedInterfaces, additionalInterfaces } = cardInterfaces(publicUrl(config, opts.prefix), opts)
+  const { url, supportedInterfaces, additionalInterfaces } = cardInterfaces(publicUrl(config, opts.prefix), { ...cardBindingsOf(config), ...opts })
   const secured = config.security.enabled
   const security = secured ? securityOf(config) : undefined
   const skills: AgentSkill[] = (config.agent.skills.length > 0
@@ -279,16 +288,14 @@ export function v1Card (card: AgentCard): V1AgentCard {
 }
 
 function v1Skill (skill: AgentSkill): V1AgentSkill {
-  const out: V1AgentSkill = { id: skill.id, name: skill.name, description: skill.description, tags: skill.tags }
-  if (skill.examples !== undefined) out.examples = skill.examples
-  if (skill.inputModes !== undefined) out.inputModes = skill.inputModes
-  if (skill.outputModes !== undefined) out.outputModes = skill.outputModes
+  const out: V1AgentSkill = toSkill(skill)
   const requirements = skill.securityRequirements ?? (skill.security === undefined ? undefined : v1Requirements(skill.security))
   if (requirements !== undefined) out.securityRequirements = requirements
   return out
 }
 
-function toSkill (skill: Skill): AgentSkill {
+/** A skill's own fields (a configured one, or a card's without its security). */
+function toSkill (skill: Skill | AgentSkill): AgentSkill {
   const out: AgentSkill = { id: skill.id, name: skill.name, description: skill.description, tags: skill.tags }
   if (skill.examples !== undefined) out.examples = skill.examples
   if (skill.inputModes !== undefined) out.inputModes = skill.inputModes

@@ -48,26 +48,8 @@ const anyValue = fc.oneof(
   fc.constant(-0), fc.constant(Number.MAX_SAFE_INTEGER + 2)
 )
 
-/** A valid request, then one field somewhere in it replaced by a value of another type. */
-const mutatedRequest = fc.record({
-  method: fc.constantFrom(...METHODS),
-  path: fc.array(fc.constantFrom('params', 'message', 'parts', 0, 'text', 'kind', 'role', 'messageId', 'configuration',
-    'pushNotificationConfig', 'url', 'id', 'historyLength', 'pageSize', 'taskId', 'metadata', 'jsonrpc', 'file'), { minLength: 1, maxLength: 4 }),
-  value: anyValue
-}).map(({ method, path, value }) => {
-  const request: any = {
-    jsonrpc: '2.0',
-    id: 1,
-    method,
-    params: {
-      id: 'x',
-      taskId: 'x',
-      path: '.',
-      message: userMessage('hello', { parts: [{ kind: 'text', text: 'hello' }, { kind: 'file', file: { uri: 'https://x/y', mimeType: 'text/plain' } }] }),
-      configuration: { blocking: true, historyLength: 1, pushNotificationConfig: { url: 'https://hooks.example.com/a' } },
-      pushNotificationConfig: { url: 'https://hooks.example.com/b' }
-    }
-  }
+/** The request, as JSON, with the field at `path` (as far as it leads through objects) set to `value`. */
+function mutated (request: any, path: Array<string | number>, value: unknown): string {
   let target = request
   for (let i = 0; i < path.length - 1; i++) {
     const next = target?.[path[i]]
@@ -76,7 +58,30 @@ const mutatedRequest = fc.record({
   }
   if (typeof target === 'object' && target !== null) target[path[path.length - 1]] = value
   return JSON.stringify(request)
-})
+}
+
+/**
+ * A valid request of one of `methods` with `params`, then one field somewhere in it (a path through `keys`) replaced
+ * by a value of another type.
+ */
+function mutatedRequests (methods: string[], keys: Array<string | number>, params: () => Record<string, unknown>) {
+  return fc.record({
+    method: fc.constantFrom(...methods),
+    path: fc.array(fc.constantFrom(...keys), { minLength: 1, maxLength: 4 }),
+    value: anyValue
+  }).map(({ method, path, value }) => mutated({ jsonrpc: '2.0', id: 1, method, params: params() }, path, value))
+}
+
+/** A valid request, then one field somewhere in it replaced by a value of another type. */
+const mutatedRequest = mutatedRequests(METHODS, ['params', 'message', 'parts', 0, 'text', 'kind', 'role', 'messageId', 'configuration',
+  'pushNotificationConfig', 'url', 'id', 'historyLength', 'pageSize', 'taskId', 'metadata', 'jsonrpc', 'file'], () => ({
+  id: 'x',
+  taskId: 'x',
+  path: '.',
+  message: userMessage('hello', { parts: [{ kind: 'text', text: 'hello' }, { kind: 'file', file: { uri: 'https://x/y', mimeType: 'text/plain' } }] }),
+  configuration: { blocking: true, historyLength: 1, pushNotificationConfig: { url: 'https://hooks.example.com/a' } },
+  pushNotificationConfig: { url: 'https://hooks.example.com/b' }
+}))
 
 /** Raw texts JSON.stringify cannot write: huge numbers, prototype keys, duplicate keys, deep nesting, odd unicode. */
 const rawText = fc.oneof(
@@ -225,39 +230,20 @@ const V10_METHODS = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTask
   'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard']
 
 /** A valid v1.0 request (CONTRACT.md §11.3), then one field somewhere in it, camelCase or snake_case, replaced. */
-const mutatedV10Request = fc.record({
-  method: fc.constantFrom(...V10_METHODS),
-  path: fc.array(fc.constantFrom('params', 'message', 'parts', 0, 1, 'text', 'raw', 'url', 'data', 'role', 'messageId',
-    'message_id', 'configuration', 'taskPushNotificationConfig', 'returnImmediately', 'historyLength', 'history_length',
-    'id', 'taskId', 'task_id', 'pageSize', 'pageToken', 'status', 'statusTimestampAfter', 'includeArtifacts',
-    'authentication', 'scheme', 'metadata', 'mediaType', 'tenant'), { minLength: 1, maxLength: 4 }),
-  value: anyValue
-}).map(({ method, path, value }) => {
-  const request: any = {
-    jsonrpc: '2.0',
-    id: 1,
-    method,
-    params: {
-      id: 'x',
-      taskId: 'x',
-      url: 'https://hooks.example.com/a',
-      authentication: { scheme: 'Bearer', credentials: 'c' },
-      message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hello' }, { url: 'https://x/y', mediaType: 'text/plain' }] },
-      configuration: { historyLength: 1, taskPushNotificationConfig: { url: 'https://hooks.example.com/b' } },
-      status: 'TASK_STATE_COMPLETED',
-      pageSize: 2,
-      statusTimestampAfter: '2026-01-01T00:00:00Z'
-    }
-  }
-  let target = request
-  for (let i = 0; i < path.length - 1; i++) {
-    const next = target?.[path[i]]
-    if (typeof next !== 'object' || next === null) break
-    target = next
-  }
-  if (typeof target === 'object' && target !== null) target[path[path.length - 1]] = value
-  return JSON.stringify(request)
-})
+const mutatedV10Request = mutatedRequests(V10_METHODS, ['params', 'message', 'parts', 0, 1, 'text', 'raw', 'url', 'data', 'role', 'messageId',
+  'message_id', 'configuration', 'taskPushNotificationConfig', 'returnImmediately', 'historyLength', 'history_length',
+  'id', 'taskId', 'task_id', 'pageSize', 'pageToken', 'status', 'statusTimestampAfter', 'includeArtifacts',
+  'authentication', 'scheme', 'metadata', 'mediaType', 'tenant'], () => ({
+  id: 'x',
+  taskId: 'x',
+  url: 'https://hooks.example.com/a',
+  authentication: { scheme: 'Bearer', credentials: 'c' },
+  message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hello' }, { url: 'https://x/y', mediaType: 'text/plain' }] },
+  configuration: { historyLength: 1, taskPushNotificationConfig: { url: 'https://hooks.example.com/b' } },
+  status: 'TASK_STATE_COMPLETED',
+  pageSize: 2,
+  statusTimestampAfter: '2026-01-01T00:00:00Z'
+}))
 
 t.test('v1.0 methods: any mutated request gets a documented status and envelope, never -32603, and v1.0 error data', async t => {
   const app = await build(t, { config: { server: { request_timeout: 2 }, agent: { name: 'Fuzz', delay_ms: 0 } } })
@@ -278,4 +264,47 @@ t.test('v1.0 methods: any mutated request gets a documented status and envelope,
   t.ok(errors > 0, `${errors} mutated requests were refused, each with its ErrorInfo`)
   const after = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 'after', method: 'ListTasks', params: {} } })
   t.type(after.json().result.totalSize, 'number', 'the server still serves')
+})
+
+/** A REST request (CONTRACT.md §12): a route, a path segment, a query string and a body, each possibly mangled. */
+const restRequest = fc.record({
+  route: fc.constantFrom<[string, string]>(
+    ['POST', '/message:send'], ['POST', '/message:stream'], ['GET', '/tasks'], ['GET', '/tasks/{id}'], ['POST', '/tasks/{id}:cancel'],
+    ['GET', '/tasks/{id}:subscribe'], ['POST', '/tasks/{id}:subscribe'], ['POST', '/tasks/{id}:other'], ['DELETE', '/tasks/{id}'],
+    ['POST', '/tasks/{id}/pushNotificationConfigs'], ['GET', '/tasks/{id}/pushNotificationConfigs'],
+    ['GET', '/tasks/{id}/pushNotificationConfigs/{id}'], ['DELETE', '/tasks/{id}/pushNotificationConfigs/{id}'], ['GET', '/extendedAgentCard']
+  ),
+  id: fc.oneof(fc.constant('known'), fc.string({ maxLength: 20 }), fc.constantFrom('a:b', '..', '%3A', '%', 'x'.repeat(300))),
+  query: fc.dictionary(fc.constantFrom('historyLength', 'pageSize', 'pageToken', 'status', 'contextId', 'statusTimestampAfter', 'includeArtifacts', 'A2A-Version', 'x'),
+    fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('true', 'false', '-1', '1e3', 'TASK_STATE_WORKING', '2026-01-01T00:00:00Z')), { maxKeys: 3 }),
+  body: fc.oneof(fc.constant(undefined), fc.constant('null'), fc.constant(''), fc.jsonValue().map(v => JSON.stringify(v)), mutatedV10Request.map(r => JSON.stringify(JSON.parse(r).params)))
+})
+
+/** What a REST answer may be: a documented status, and for an error a google.rpc.Status body. */
+const REST_STATUSES = new Set([200, 201, 204, 400, 404, 413, 415])
+
+t.test('REST routes: any path, query and body get a documented status and, for an error, a google.rpc.Status', async t => {
+  const app = await build(t, { config: { server: { request_timeout: 2 }, agent: { name: 'Fuzz', delay_ms: 0 } } })
+  const known = (await app.inject({ method: 'POST', url: '/message:send', payload: { message: { messageId: 'k', role: 'ROLE_USER', parts: [{ text: 'k' }] } } })).json().task.id
+  let errors = 0
+  await fc.assert(fc.asyncProperty(restRequest, async ({ route: [method, path], id, query, body }) => {
+    const segment = id === 'known' ? known : encodeURIComponent(id).replace(/%3A/gi, ':')
+    const url = path.replaceAll('{id}', segment) + (Object.keys(query).length === 0 ? '' : '?' + new URLSearchParams(query).toString())
+    const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' }
+    const res = await bounded(app.inject({ method: method as 'GET', url, headers, payload: body }), `${method} ${url} ${body ?? ''}`)
+    // No route (Fastify's own 404), or a path parameter past the host's maxParamLength (Fastify's 414, 100 chars by default).
+    if ((res.statusCode === 404 || res.statusCode === 414) && !String(res.headers['content-type']).startsWith('application/a2a+json')) return
+    // A method no route has (DELETE /tasks/{id}) is the host's to answer: Fastify reads its body there, not ours.
+    if (method === 'DELETE' && path === '/tasks/{id}') return
+    if (!REST_STATUSES.has(res.statusCode)) throw new Error(`${method} ${url}: status ${res.statusCode}: ${res.body.slice(0, 200)}`)
+    if (res.statusCode >= 400) {
+      const error = res.json().error
+      if (error?.code !== res.statusCode || typeof error.status !== 'string' || error.details?.[0]?.['@type'] !== 'type.googleapis.com/google.rpc.ErrorInfo') {
+        throw new Error(`${method} ${url}: not a google.rpc.Status: ${res.body.slice(0, 200)}`)
+      }
+      errors++
+    }
+  }), { seed: SEED, numRuns: RUNS * 2 })
+  t.ok(errors > 0, `${errors} requests refused, each with a google.rpc.Status`)
+  t.equal((await app.inject({ method: 'GET', url: `/tasks/${known}` })).statusCode, 200, 'the server still serves')
 })

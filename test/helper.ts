@@ -310,3 +310,17 @@ export async function silentServer (t: Teardown): Promise<number> {
   })
   return (server.address() as AddressInfo).port
 }
+
+/**
+ * An executor for the tests that follow a running task: on the text "wait" it yields "waiting" and runs until the
+ * task is canceled; any other text is echoed back as `echo: <text>`.
+ */
+export const waitOrEcho: import('../index.js').AgentExecutor = async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'wait') {
+    yield 'waiting'
+    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  yield `echo: ${text}`
+}

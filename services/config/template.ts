@@ -103,6 +103,8 @@ protocol:
   # The agent card's securitySchemes entries: merged (the v0.3 form and the v1.0 one in one object, read by
   # clients of both versions) | v1 (the v1.0 form alone).
   card_security_schemes: ${y(d.protocol.card_security_schemes)}
+  # The HTTP+JSON (REST) binding at the prefix root: POST /message:send, GET /tasks/{id}, ...
+  rest: ${y(d.protocol.rest)}
 
 security:
   # Off: every caller is anonymous and no scope is checked (a warning is logged at start).

@@ -49,10 +49,17 @@ function withHeaders (headers: Record<string, string>): CallInterceptor {
   }
 }
 
-async function v1Client (base: string, headers: Record<string, string> = {}): Promise<Client> {
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { interceptors: [withHeaders(headers)] } }))
-  return factory.createFromUrl(base)
+/** The 1.x client from the card, with default options (JSON-RPC, the card's first binding), or over HTTP+JSON. */
+async function v1Client (base: string, headers: Record<string, string> = {}, binding?: 'HTTP+JSON'): Promise<Client> {
+  const options = binding === undefined
+    ? { clientConfig: { interceptors: [withHeaders(headers)] } }
+    : { clientConfig: { interceptors: [withHeaders(headers)] }, preferredTransports: [binding] }
+  return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, options)).createFromUrl(base)
 }
+
+/** An error of the client: over JSON-RPC it carries the code (`envelopeCode`), over REST the HTTP status. */
+const clientError = (client: Client, name: string, code: number, http: number) =>
+  (client.transport as object).constructor.name.includes('RestTransport') ? { name, statusCode: http } : { name, envelopeCode: code }
 
 /** Every v1.0 operation, as a user of the client would drive it. */
 async function driveEverything (t: Test, client: Client, tasks: { state: (id: string) => Promise<string | undefined> }): Promise<void> {
@@ -105,9 +112,11 @@ async function driveEverything (t: Test, client: Client, tasks: { state: (id: st
   t.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : end?.$case === 'task' ? end.value.status?.state : undefined,
     TaskState.TASK_STATE_CANCELED)
   const terminal = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))).then(() => null, (err: Error) => err)
-  t.match((terminal as Error & { cause?: { envelopeCode?: number } })?.cause, { envelopeCode: -32004 }, 'a terminal task: UnsupportedOperation')
-  await t.rejects(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id })), { name: 'TaskNotCancelableError', envelopeCode: -32002 })
-  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), { name: 'TaskNotFoundError', envelopeCode: -32001 })
+  // Over JSON-RPC the error is an SSE event (the client wraps it as the cause); over REST a plain HTTP error.
+  const refusal = (terminal as Error & { cause?: unknown })?.cause ?? terminal
+  t.match(refusal, clientError(client, 'UnsupportedOperationError', -32004, 400), 'a terminal task: UnsupportedOperation')
+  await t.rejects(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id })), clientError(client, 'TaskNotCancelableError', -32002, 400))
+  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), clientError(client, 'TaskNotFoundError', -32001, 404))
 
   // The four push config operations.
   const created = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({
@@ -154,6 +163,13 @@ t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone serve
   t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': EXECUTOR_MODULE })
   const served = await serve(t, ['--config', 'agent.yml'])
   const client = await v1Client(served.url)
+  await driveEverything(t, client, { state: readState(client) })
+})
+
+t.test('@a2a-js/sdk 1.x over its HTTP+JSON transport drives every v1.0 operation (CONTRACT.md §12)', async t => {
+  const { url } = await listen(t, { executor })
+  const client = await v1Client(url, {}, 'HTTP+JSON')
+  t.match((client.transport as object).constructor.name, /RestTransport/, 'the REST transport, from the card\'s HTTP+JSON 1.0 entry')
   await driveEverything(t, client, { state: readState(client) })
 })
 

@@ -1,19 +1,8 @@
 import t from 'tap'
-import type { A2AConfigInput, AgentExecutor } from '../../index.js'
-import { listen, postStream, privateRedis, receiver, rpc, until, userMessage } from '../helper.js'
+import type { A2AConfigInput } from '../../index.js'
+import { listen, postStream, privateRedis, receiver, rpc, until, userMessage, waitOrEcho } from '../helper.js'
 
 // CONTRACT.md §11.2: one task model across versions, and across instances sharing Redis (a private redis-server).
-
-/** Waits for cancel on "hang"; echoes the rest. */
-const executor: AgentExecutor = async function * (ctx) {
-  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
-  if (text === 'hang') {
-    yield 'started'
-    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
-    return
-  }
-  yield `echo: ${text}`
-}
 
 async function post (url: string, method: string, params: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(rpc(method, params)) })
@@ -31,11 +20,11 @@ t.test('§11.2 on Redis: a v1.0 stream on one instance follows a task a v0.3 cli
     push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
     server: { shutdown_timeout: 0.5 }
   }
-  const a = await listen(t, { executor, config: shared })
-  const b = await listen(t, { executor, config: shared })
+  const a = await listen(t, { executor: waitOrEcho, config: shared })
+  const b = await listen(t, { executor: waitOrEcho, config: shared })
 
   // v0.3 on A starts the task; v1.0 on B registers a webhook and streams it; v0.3 on A cancels it.
-  const started = await post(a.url, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const started = await post(a.url, 'message/send', { message: userMessage('wait'), configuration: { blocking: false } })
   const id = started.result.id as string
   await until(async () => (await post(b.url, 'GetTask', { id }, V1)).result.status.state === 'TASK_STATE_WORKING')
   const created = await post(b.url, 'CreateTaskPushNotificationConfig', { taskId: id, url: `${hook.url}/v1`, authentication: { scheme: 'Bearer', credentials: 'c' } }, V1)

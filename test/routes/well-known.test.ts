@@ -102,6 +102,7 @@ t.test('§11.5 one hybrid card for every A2A-Version: v1.0 supportedInterfaces b
   const card = res.json()
   t.same(card.supportedInterfaces, [
     { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
     { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }
   ])
   t.match(card, { url, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0', supportsAuthenticatedExtendedCard: false })
@@ -122,8 +123,8 @@ t.test('§11.5 without agent.url every interface, of both versions, follows the 
   const card = (await app.inject({ url: '/agent/.well-known/agent-card.json', headers: { host: 'agents.example.com:7201' } })).json()
   const url = 'http://agents.example.com:7201/agent/'
   t.equal(card.url, url)
-  t.same(card.supportedInterfaces.map((i: { url: string }) => i.url), [url, url])
-  t.same(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion), ['1.0', '0.3'])
+  t.same(card.supportedInterfaces.map((i: { url: string }) => i.url), [url, url, url])
+  t.same(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion), ['1.0', '1.0', '0.3'])
   t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
 })
 
@@ -132,7 +133,7 @@ t.test('§11.5 the card lists the bindings it is given, in the contract order, a
   await app.register(wellKnownRoutes, {
     config: validateConfig({}),
     cardPrefix: '/',
-    cardBindings: { rest: true, grpcUrl: 'grpc://agents.example.com:50051', tenant: 'acme' },
+    cardBindings: { rest: ['1.0', '0.3'], grpcUrl: 'grpc://agents.example.com:50051', tenant: 'acme' },
     checks: {}
   })
   t.teardown(() => app.close())

@@ -68,23 +68,27 @@ const secured = (extra: Record<string, unknown> = {}) => validateConfig({
 const V03_ONLY = ['url', 'preferredTransport', 'protocolVersion', 'additionalInterfaces', 'supportsAuthenticatedExtendedCard', 'security']
 
 t.test('§11.5 supportedInterfaces: JSON-RPC at 1.0 then 0.3, exact version strings, the JSON-RPC url for both', async t => {
-  const card = buildAgentCard(validateConfig({ server: { port: 9001 } }), { prefix: '/agent' })
+  const card = buildAgentCard(validateConfig({ server: { port: 9001 }, protocol: { rest: false } }), { prefix: '/agent' })
   t.same(card.supportedInterfaces, [
     { url: 'http://127.0.0.1:9001/agent/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     { url: 'http://127.0.0.1:9001/agent/', protocolBinding: 'JSONRPC', protocolVersion: '0.3' }
   ])
+  // §12: HTTP+JSON at the same URL, at 1.0 only while its v0.3 routes are not served.
+  const rest = buildAgentCard(validateConfig({ server: { port: 9001 } }), { prefix: '/agent' })
+  t.same(rest.supportedInterfaces.map(i => `${i.protocolBinding} ${i.protocolVersion}`), ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3'])
+  t.same(rest.additionalInterfaces, [{ url: 'http://127.0.0.1:9001/agent/', transport: 'JSONRPC' }])
 })
 
 t.test('§11.5 enabled bindings are listed JSONRPC, HTTP+JSON, GRPC at 1.0, then the same at 0.3; never gRPC in additionalInterfaces', async t => {
   const url = 'https://a.example.com/'
-  const all = cardInterfaces(url, { rest: true, grpcUrl: 'grpc://a.example.com:50051', tenant: 't1' })
+  const all = cardInterfaces(url, { rest: ['1.0', '0.3'], grpcUrl: 'grpc://a.example.com:50051', tenant: 't1' })
   t.same(all.supportedInterfaces.map(i => `${i.protocolBinding} ${i.protocolVersion}`),
     ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'GRPC 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3', 'GRPC 0.3'])
   t.same(all.supportedInterfaces.map(i => i.url), [url, url, 'grpc://a.example.com:50051', url, url, 'grpc://a.example.com:50051'])
   t.ok(all.supportedInterfaces.every(i => i.tenant === 't1'), 'the tenant, when configured, on every interface')
   t.same(all.additionalInterfaces, [{ url, transport: 'JSONRPC' }, { url, transport: 'HTTP+JSON' }])
   t.equal(all.url, url)
-  const card = buildAgentCard(validateConfig({ agent: { name: 'n', url } }), { prefix: '/', grpcUrl: 'grpc://g:1' })
+  const card = buildAgentCard(validateConfig({ agent: { name: 'n', url }, protocol: { rest: false } }), { prefix: '/', grpcUrl: 'grpc://g:1' })
   t.same(card.supportedInterfaces.map(i => i.protocolBinding), ['JSONRPC', 'GRPC', 'JSONRPC', 'GRPC'])
   t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
   t.notOk(card.supportedInterfaces.some(i => 'tenant' in i), 'no tenant unless configured')
