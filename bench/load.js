@@ -15,12 +15,19 @@ let seq = 0
 /** The v1.0 methods' request bodies: `SendMessage` and `SendStreamingMessage` with one text part (CONTRACT.md §11.3). */
 const V10 = new Set(['SendMessage', 'SendStreamingMessage'])
 
+/** A v1.0 SendMessageRequest: the params of SendMessage, and the body of REST `POST /message:send`. */
+function v10Params () {
+  return { message: { role: 'ROLE_USER', messageId: `bench-${++seq}`, parts: [{ text: 'hello bench' }] } }
+}
+
+/** The body of the HTTP+JSON routes `POST /message:send` and `POST /message:stream` (CONTRACT.md §12). */
+export function restBody () {
+  return JSON.stringify(v10Params())
+}
+
 /** A JSON-RPC request body; `message/send` with a push config when `pushUrl` is given. */
 export function rpcBody (method, pushUrl) {
-  if (V10.has(method)) {
-    const params = { message: { role: 'ROLE_USER', messageId: `bench-${++seq}`, parts: [{ text: 'hello bench' }] } }
-    return JSON.stringify({ jsonrpc: '2.0', id: seq, method, params })
-  }
+  if (V10.has(method)) return JSON.stringify({ jsonrpc: '2.0', id: seq + 1, method, params: v10Params() })
   const params = { message: { kind: 'message', role: 'user', messageId: `bench-${++seq}`, parts: [{ kind: 'text', text: 'hello bench' }] } }
   if (pushUrl !== undefined) params.configuration = { pushNotificationConfig: { url: pushUrl } }
   return JSON.stringify({ jsonrpc: '2.0', id: seq, method, params })
@@ -41,16 +48,16 @@ const round = ms => Math.round(ms * 100) / 100
  * `message/send`: autocannon, `connections` requests in flight for `seconds` (or `amount` requests). A JSON-RPC error
  * counts as an error.
  */
-export async function sendLoad (url, { headers, connections, seconds, amount, method = 'message/send' }) {
+export async function sendLoad (url, { headers, connections, seconds, amount, method = 'message/send', rest = false }) {
   let rpcErrors = 0
   const result = await autocannon({
-    url,
+    url: rest ? new URL('./message:send', url).href : url,
     method: 'POST',
     connections,
     // autocannon stops on whole seconds: a shorter run (a warm-up, a smoke run) is a fixed number of requests.
     ...(amount !== undefined ? { amount } : seconds < 1 ? { amount: Math.max(connections, Math.round(seconds * 1000)) } : { duration: seconds }),
     headers: { 'content-type': 'application/json', ...headers },
-    body: rpcBody(method),
+    body: rest ? restBody() : rpcBody(method),
     setupClient (client) {
       client.on('body', buf => { if (buf.includes('"error"')) rpcErrors++ })
     }
@@ -84,12 +91,13 @@ async function closedLoop (url, connections, seconds, worker) {
 }
 
 /** `message/stream`: `connections` streams in flight, each read to its end, which must be the completed task. */
-export function streamLoad (url, { headers, connections, seconds, method = 'message/stream' }) {
-  const body = rpcBody(method)
+export function streamLoad (url, { headers, connections, seconds, method = 'message/stream', rest = false }) {
+  const body = rest ? restBody() : rpcBody(method)
+  const path = rest ? '/message:stream' : '/'
   // The last event of a stream: the completed Task (v0.3) or its TASK_STATE_COMPLETED update (v1.0).
-  const done = method === 'message/stream' ? '"completed"' : '"TASK_STATE_COMPLETED"'
+  const done = method === 'message/stream' && !rest ? '"completed"' : '"TASK_STATE_COMPLETED"'
   return closedLoop(url, connections, seconds, async pool => {
-    const res = await pool.request({ path: '/', method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers }, body })
+    const res = await pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers }, body })
     const text = await res.body.text()
     return res.statusCode === 200 && text.includes(done) && !text.includes('"error"')
   })

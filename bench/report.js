@@ -39,6 +39,14 @@ export function checks (r) {
     const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
     add(`v1.0 ${name} CPU per request vs v0.3`, `${v}×`, '≤ 1.1×', v <= 1.1)
   }
+  // The HTTP+JSON binding costs no more than JSON-RPC v1.0 (CONTRACT.md §12).
+  for (const [rest, rpc, name] of [['send-rest', 'send-v1', 'POST /message:send'], ['stream-rest', 'stream-v1', 'POST /message:stream']]) {
+    const a = t.ours?.[rest]
+    const b = t.ours?.[rpc]
+    if (a === undefined || b === undefined) continue
+    const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
+    add(`REST ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.1×', v <= 1.1)
+  }
   if (t.ours?.push !== undefined && r.got !== undefined) {
     const v = ratio(t.ours.push.deliveries, r.got.deliveries)
     add('push deliveries/s vs bare got', `${v}×`, '≥ 0.9×', v >= 0.9)
@@ -53,8 +61,10 @@ export function checks (r) {
 const LOADS = [
   ['send', 'message/send', 'req/s'],
   ['send-v1', 'SendMessage (A2A v1.0)', 'req/s'],
+  ['send-rest', 'POST /message:send (A2A v1.0, HTTP+JSON)', 'req/s'],
   ['stream', 'message/stream', 'streams/s'],
   ['stream-v1', 'SendStreamingMessage (A2A v1.0)', 'streams/s'],
+  ['stream-rest', 'POST /message:stream (A2A v1.0, HTTP+JSON)', 'streams/s'],
   ['push', 'push end to end', 'tasks/s']
 ]
 

@@ -69,7 +69,9 @@ const TARGETS = {
   floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
-  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: ['send', 'send-v1', 'stream', 'stream-v1', 'push'], memory: true },
+  // And the HTTP+JSON routes (POST /message:send, /message:stream), compared with JSON-RPC v1.0.
+  // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
+  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-v1', 'stream-rest'], 'push'], memory: true },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } }
 }
 
@@ -84,15 +86,25 @@ const readyWith = headers => async url => {
  * (null: `fn` measures its own process). `warm`: false skips the warm-up.
  */
 async function measure (pid, fn, warm = true) {
-  if (warm) await fn(settings.warmup)
-  const results = []
+  return (await measureTogether(pid, [fn], warm))[0]
+}
+
+/**
+ * `measure` for loads that are compared with each other (a method in each protocol version and binding): each is
+ * warmed up, then their runs take turns (run 1 of each, then run 2 of each, ...), so what drifts over a run (the
+ * heap, the store filling, a neighbour on the host) weighs on all of them alike.
+ */
+async function measureTogether (pid, fns, warm = true) {
+  if (warm) for (const fn of fns) await fn(settings.warmup)
+  const results = fns.map(() => [])
   for (let i = 0; i < settings.runs; i++) {
-    const w = pid === null ? null : watch(pid)
-    const result = await fn(settings.seconds)
-    results.push({ ...w?.stop(), ...result })
+    for (let j = 0; j < fns.length; j++) {
+      const w = pid === null ? null : watch(pid)
+      const result = await fns[j](settings.seconds)
+      results[j].push({ ...w?.stop(), ...result })
+    }
   }
-  results.sort((a, b) => a.rps - b.rps)
-  return results[Math.floor((results.length - 1) / 2)]
+  return results.map(runs => runs.sort((a, b) => a.rps - b.rps)[Math.floor((runs.length - 1) / 2)])
 }
 
 /** A pause before RSS is read after a load, so what the load left in flight settles (shorter in tiny runs). */
@@ -106,13 +118,20 @@ async function runTarget (id, hook) {
   const opts = { headers: target.headers ?? {}, connections: settings.connections }
   const row = { label: target.label, rssStart: Math.round(rssMb(pid)) }
   try {
-    for (const load of target.loads) {
-      log(`${id} ${load}`)
-      if (load === 'send') row.send = await measure(pid, seconds => sendLoad(server.url, { ...opts, seconds }))
-      if (load === 'send-v1') row['send-v1'] = await measure(pid, seconds => sendLoad(server.url, { ...opts, seconds, method: 'SendMessage' }))
-      if (load === 'stream') row.stream = await measure(pid, seconds => streamLoad(server.url, { ...opts, seconds }))
-      if (load === 'stream-v1') row['stream-v1'] = await measure(pid, seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }))
-      if (load === 'push') row.push = await measure(pid, seconds => pushLoad(server.url, hook, { ...opts, seconds }))
+    const loads = {
+      send: seconds => sendLoad(server.url, { ...opts, seconds }),
+      'send-v1': seconds => sendLoad(server.url, { ...opts, seconds, method: 'SendMessage' }),
+      'send-rest': seconds => sendLoad(server.url, { ...opts, seconds, rest: true }),
+      stream: seconds => streamLoad(server.url, { ...opts, seconds }),
+      'stream-v1': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }),
+      'stream-rest': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage', rest: true }),
+      push: seconds => pushLoad(server.url, hook, { ...opts, seconds })
+    }
+    for (const entry of target.loads) {
+      const group = Array.isArray(entry) ? entry : [entry]
+      log(`${id} ${group.join(', ')}`)
+      const measured = await measureTogether(pid, group.map(load => loads[load]))
+      group.forEach((load, i) => { row[load] = measured[i] })
     }
     await settle()
     row.rssAfter = Math.round(rssMb(pid))
