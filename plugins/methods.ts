@@ -9,7 +9,8 @@ import { A2AOperations } from '../services/a2a/operations.js'
 import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
 import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
-import { publicUrl } from '../services/agent-card.js'
+import { buildAgentCard, publicUrl } from '../services/agent-card.js'
+import { buildOpenApiDocument, openApiRenderer, type RenderedOpenApi } from '../services/rest/openapi.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,6 +18,8 @@ declare module 'fastify' {
     a2aMethods: MethodRegistry
     /** The OpenRPC document of every registered method (`GET /openrpc.json`, `rpc.discover`), built on first use. */
     a2aOpenRpc: () => RenderedOpenRpc
+    /** The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`), built on first use. */
+    a2aOpenApi: () => RenderedOpenApi
   }
 }
 
@@ -50,6 +53,10 @@ const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, 
   registry.add(createDiscoverMethod(openrpc))
   fastify.decorate('a2aMethods', registry)
   fastify.decorate('a2aOpenRpc', openrpc)
+  const card = buildAgentCard(config, { prefix: opts.prefix })
+  fastify.decorate('a2aOpenApi', openApiRenderer(() => buildOpenApiDocument(registry, {
+    title: agent.name, version: agent.version, description: agent.description, url: publicUrl(config, opts.prefix)
+  }, card.securitySchemes)))
 }
 
 export default fp(methodsPlugin, { name: 'a2a-methods', fastify: '5.x', dependencies: ['a2a-tasks'] })

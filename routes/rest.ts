@@ -248,6 +248,12 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     })
   }
 
+  // The OpenAPI 3.1 document of these routes, for any authenticated caller (as the card's extended form is).
+  fastify.get('/openapi.json', function (request, reply) {
+    if (opts.secured) audited(Object.assign(request, { a2aRest: 'GET /openapi.json' }))
+    reply.type('application/json; charset=utf-8').send(fastify.a2aOpenApi().json)
+  })
+
   // `/tasks/{id}` (GET: GetTask), `/tasks/{id}:cancel` (POST), `/tasks/{id}:subscribe` (GET and POST): one route
   // per method, the verb split off the segment. Fastify would read `/tasks/:id::cancel` as one parameter named
   // `id::cancel`, and `GET /tasks/:id::subscribe` clashes with `GET /tasks/:id` (CONTRACT.md §12).

@@ -159,11 +159,13 @@ const EXECUTOR_MODULE = `export default async function * (ctx) {
 }
 `
 
-t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module)', async t => {
+t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module), over JSON-RPC and HTTP+JSON', async t => {
   t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': EXECUTOR_MODULE })
   const served = await serve(t, ['--config', 'agent.yml'])
   const client = await v1Client(served.url)
   await driveEverything(t, client, { state: readState(client) })
+  const rest = await v1Client(served.url, {}, 'HTTP+JSON')
+  await driveEverything(t, rest, { state: readState(rest) })
 })
 
 t.test('@a2a-js/sdk 1.x over its HTTP+JSON transport drives every v1.0 operation (CONTRACT.md §12)', async t => {
@@ -173,7 +175,7 @@ t.test('@a2a-js/sdk 1.x over its HTTP+JSON transport drives every v1.0 operation
   await driveEverything(t, client, { state: readState(client) })
 })
 
-t.test('@a2a-js/sdk 1.x against the plugin registered under a prefix in a host app', async t => {
+t.test('@a2a-js/sdk 1.x against the plugin registered under a prefix in a host app, over JSON-RPC and HTTP+JSON', async t => {
   const host = Fastify({ logger: false })
   host.get('/', async () => 'host')
   await host.register(a2a, { prefix: '/agent', executor })
@@ -182,6 +184,10 @@ t.test('@a2a-js/sdk 1.x against the plugin registered under a prefix in a host a
   const client = await v1Client(`${base}/agent/`)
   t.match((client.transport as unknown as { endpoint: string }).endpoint, /\/agent\/$/, 'the card names the prefixed URL')
   await driveEverything(t, client, { state: readState(client) })
+  // The HTTP+JSON routes live under the prefix too (CONTRACT.md §12), and the host's own route is untouched.
+  const rest = await v1Client(`${base}/agent/`, {}, 'HTTP+JSON')
+  await driveEverything(t, rest, { state: readState(rest) })
+  t.equal(await (await fetch(`${base}/`)).text(), 'host')
 })
 
 t.test('@a2a-js/sdk 1.x and 0.3.14 against the standalone server started with no config', async t => {

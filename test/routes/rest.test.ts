@@ -278,3 +278,64 @@ t.test('§12 a full server refuses a REST stream with 429 server.max_streams', a
   await rest(app, 'POST', `/tasks/${waiting.id}:cancel`)
   await open.text()
 })
+
+t.test('§12 GET /openapi.json: a valid OpenAPI 3.1 document of every REST route, from the methods\' schemas', async t => {
+  const { Validator } = await import('@seriousme/openapi-schema-validator')
+  const { REST_OPERATIONS } = await import('../../services/rest/openapi.js')
+  const app = await build(t, { executor, prefix: '/agent' })
+  const res = await app.inject('/agent/openapi.json')
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/json/)
+  const doc = res.json()
+  const result = await new Validator().validate(doc)
+  t.same(result.errors, undefined, 'no schema errors')
+  t.equal(result.valid, true, 'valid against the OpenAPI 3.1 schema')
+  t.match(doc, { openapi: '3.1.0', servers: [{ url: 'http://127.0.0.1:8000/agent/' }] })
+  t.same(Object.keys(doc.paths), ['/message:send', '/message:stream', '/tasks/{id}', '/tasks', '/tasks/{id}:cancel', '/tasks/{id}:subscribe',
+    '/tasks/{taskId}/pushNotificationConfigs', '/tasks/{taskId}/pushNotificationConfigs/{id}', '/extendedAgentCard'])
+  t.match(doc.paths['/message:send'].post, {
+    operationId: 'SendMessage',
+    requestBody: { required: true, content: { 'application/a2a+json': { schema: { required: ['message'] } } } },
+    responses: { 200: { content: { 'application/a2a+json': { schema: { properties: { task: { properties: { id: { type: 'string' } } } } } } } } }
+  })
+  const list = doc.paths['/tasks'].get.parameters.map((p: any) => `${p.in} ${p.name}`)
+  t.same(list, ['query contextId', 'query status', 'query pageSize', 'query pageToken', 'query historyLength', 'query statusTimestampAfter', 'query includeArtifacts'])
+  t.same(doc.paths['/tasks/{taskId}/pushNotificationConfigs'].post.responses['201'] !== undefined, true, 'create answers 201')
+  t.ok(doc.paths['/tasks/{taskId}/pushNotificationConfigs/{id}'].delete.responses['204'], 'delete answers 204')
+  t.notOk('taskId' in doc.paths['/tasks/{taskId}/pushNotificationConfigs'].post.requestBody.content['application/json'].schema.properties, 'the path names the task')
+  // Every documented operation is served: nothing answers with the framework's own 404.
+  for (const op of REST_OPERATIONS) {
+    const url = '/agent' + op.path.replace('{taskId}', 'missing').replace('{id}', 'missing')
+    const answer = await app.inject({ method: op.method.toUpperCase() as 'GET', url, ...(op.params === 'body' ? { payload: {} } : {}) })
+    t.match(answer.headers['content-type'], /^application\/a2a\+json/, `${op.method} ${op.path} is routed`)
+  }
+})
+
+t.test('§12 with security on, GET /openapi.json needs credentials and lists the security schemes in OpenAPI form', async t => {
+  const key = 'key-openapi-0123456789'
+  const app = await build(t, { executor, config: { security: { enabled: true, auth: { api_key: { keys: [{ key, scopes: [], id: 'o' }] } } } } })
+  t.equal((await app.inject('/openapi.json')).statusCode, 401)
+  const doc = (await app.inject({ url: '/openapi.json', headers: { 'x-api-key': key } })).json()
+  t.same(doc.components.securitySchemes, {
+    apiKey: { type: 'apiKey', description: 'An API key', name: 'X-API-Key', in: 'header' },
+    bearer: { type: 'http', description: 'A static bearer token or an API key', scheme: 'bearer' }
+  }, 'the card\'s schemes without their A2A v1.0 form')
+  t.same(doc.security, [{ apiKey: [] }, { bearer: [] }])
+  const { Validator } = await import('@seriousme/openapi-schema-validator')
+  t.equal((await new Validator().validate(doc)).valid, true)
+})
+
+t.test('§12 one task over REST, JSON-RPC v1.0 and JSON-RPC v0.3 in turn', async t => {
+  const { app, url } = await listen(t, { executor })
+  const made = (await rest(app, 'POST', '/message:send', { message: message('wait'), configuration: { returnImmediately: true } })).body.task
+  await until(async () => (await rest(app, 'GET', `/tasks/${made.id}`)).body.status.state === 'TASK_STATE_WORKING')
+  const v1 = (await app.inject({ method: 'POST', url: '/', payload: rpc('GetTask', { id: made.id }) })).json().result
+  t.match(v1, { id: made.id, status: { state: 'TASK_STATE_WORKING' } }, 'read over JSON-RPC v1.0')
+  const stream = fetch(`${url}/tasks/${made.id}:subscribe`)
+  await until(() => app.a2aStreams.size === 1)
+  const canceled = (await app.inject({ method: 'POST', url: '/', payload: rpc('tasks/cancel', { id: made.id }) })).json().result
+  t.match(canceled, { kind: 'task', id: made.id, status: { state: 'canceled' } }, 'canceled over JSON-RPC v0.3')
+  const events = (await (await stream).text()).split('\n\n').filter(Boolean).map(block => JSON.parse(block.replace(/^data: /, '')))
+  t.match(events[events.length - 1], { statusUpdate: { status: { state: 'TASK_STATE_CANCELED' } } }, 'the REST stream saw it')
+  t.match((await rest(app, 'GET', `/tasks/${made.id}?historyLength=1`)).body, { status: { state: 'TASK_STATE_CANCELED' }, history: [{ role: 'ROLE_USER' }] })
+})
