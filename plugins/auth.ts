@@ -7,6 +7,7 @@ import { IntrospectionClient } from '../services/auth/introspection.js'
 import type { FailureWindows, LimitResult, TokenBuckets } from '../services/auth/limits.js'
 import { JsonRpcError, RpcCode, unauthenticated } from '../services/errors.js'
 import type { Logger } from '../services/logger.js'
+import { writes } from '../services/lazy-logger.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -35,6 +36,21 @@ export interface AuthPluginOptions {
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+/**
+ * The audit line of an authenticated call once its method (or route) is known (CONTRACT.md §9): `scope denied` with
+ * its reason when `denied` is given, else `auth success`. Whole literals, not a spread of shared fields (a spread
+ * followed by new fields is V8's slow path); the success line, written once per request, is not even gathered
+ * when `info` is not written.
+ */
+export function auditCall (audit: Logger, request: FastifyRequest, method: string, denied?: unknown): void {
+  const principal = request.a2aPrincipal as Principal
+  if (denied !== undefined) {
+    audit.warn({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'denied', reason: denied }, 'scope denied')
+  } else if (writes(audit, 'info')) {
+    audit.info({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'success' }, 'auth success')
+  }
+}
 
 /** 429 with Retry-After in whole seconds, at least 1 (CONTRACT.md §9). */
 export function rateLimited (retryAfterMs: number, data: string): JsonRpcError {

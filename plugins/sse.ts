@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http'
 import type { StreamSlots } from '../services/auth/stream-slots.js'
 import { MAX_QUEUED_BYTES, type StreamSink } from '../services/tasks/task-stream.js'
 import type { JsonRpcFailure } from '../services/json-rpc/dispatch.js'
+import { JsonRpcError, RpcCode } from '../services/errors.js'
 import type { JsonRpcId } from '../services/json-rpc/registry.js'
 
 declare module 'fastify' {
@@ -38,6 +39,17 @@ export interface SsePluginOptions {
 }
 
 const noop = (): void => {}
+
+/** The slots of one stream (see `StreamHub.claim`). */
+export interface StreamClaim {
+  own (owner: string): Promise<void>
+  release (): void
+}
+
+/** 429 with Retry-After: a stream refused by one of its caps. */
+function tooManyStreams (data: string): JsonRpcError {
+  return new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' })
+}
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -122,6 +134,28 @@ export class StreamHub {
    */
   async reserve (owner: string): Promise<(() => void) | null> {
     return this.#slots === undefined ? noop : await this.#slots.take(owner)
+  }
+
+  /**
+   * What a stream holds while it is prepared and open, for every binding: one of `server.max_streams`, taken now
+   * (before anything is awaited, so that concurrent requests cannot all pass one check), and with `own(owner)`
+   * one of the principal's. Either refusal is the 429 of CONTRACT.md §7 and §9; `release` (for `open`) gives back
+   * whatever was taken.
+   */
+  claim (): StreamClaim {
+    const local = this.take()
+    if (local === null) throw tooManyStreams('server.max_streams reached')
+    let own: (() => void) | null = null
+    return {
+      own: async owner => {
+        own = await this.reserve(owner)
+        if (own === null) throw tooManyStreams('too many open streams for this principal')
+      },
+      release: () => {
+        local()
+        own?.()
+      }
+    }
   }
 
   /**

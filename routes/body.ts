@@ -42,8 +42,19 @@ function frameworkError (err: FastifyError): JsonRpcError {
   }
 }
 
-/** The JSON-RPC error a failure of this route context answers with (its id, when it is known, is on the error). */
-export function routeError (err: FastifyError | JsonRpcError, request: FastifyRequest): JsonRpcError {
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** An authentication refusal held until the body is read (routes/json-rpc.ts, `REFUSAL_READ_LIMIT`). */
+    a2aRefusal: Error | null
+  }
+}
+
+/**
+ * The error a failure of an A2A route context answers with (its id, when it is known, is on the error). A refusal
+ * held until the body was read is the answer, whatever reading the body then came to.
+ */
+export function routeError (failed: FastifyError | JsonRpcError, request: FastifyRequest): JsonRpcError {
+  const err = (request.a2aRefusal as JsonRpcError | null) ?? failed
   if (err instanceof JsonRpcError) return err
   // Redis failing under the auth hook's limits: the documented 503 with Retry-After, as in a method (CONTRACT.md §8.1).
   if (err.code === 'A2A_ERR_STORAGE_UNAVAILABLE') return toJsonRpcError(err, request.log)

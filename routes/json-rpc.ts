@@ -1,14 +1,13 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../services/auth/principal.js'
-import authPlugin, { type AuthPluginOptions } from '../plugins/auth.js'
+import authPlugin, { auditCall, type AuthPluginOptions } from '../plugins/auth.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import {
   dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, type IdentifiedError, type JsonRpcRequest, type Outcome
 } from '../services/json-rpc/dispatch.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
-import type { EventSource } from '../plugins/sse.js'
-import { writes } from '../services/lazy-logger.js'
+import type { EventSource, StreamClaim } from '../plugins/sse.js'
 import { versionRefusal } from '../services/a2a/version.js'
 import openRpcRoutes from './openrpc.js'
 import restRoutes from './rest.js'
@@ -29,13 +28,6 @@ interface Answer {
   reply: FastifyReply
   method: string
   outcome: Outcome
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** An authentication refusal held until the body is read (see `REFUSAL_READ_LIMIT`). */
-    a2aRefusal: Error | null
-  }
 }
 
 /**
@@ -83,8 +75,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   }
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {
-    // A held refusal is the answer, whatever reading the body then came to.
-    const rpc = routeError((request.a2aRefusal as JsonRpcError | null) ?? err, request)
+    const rpc = routeError(err, request)
     // A refusal of a v1.0 method (403, 429, 503 and the like) carries the v1.0 error data (CONTRACT.md §11.4).
     const method = (request.body as { method?: unknown } | null | undefined)?.method
     return send(reply, failure((err as Partial<IdentifiedError>).id ?? null, rpc, typeof method === 'string' ? method : undefined), rpc)
@@ -115,15 +106,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
 
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {
-    if (!secured) return
-    const principal = request.a2aPrincipal as Principal
-    // Whole literals, not a spread of shared fields: a spread followed by new fields is V8's slow path.
-    if (error?.code === RpcCode.insufficientScope) {
-      audit.warn({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'denied', reason: error.data }, 'scope denied')
-    } else if (writes(audit, 'info')) {
-      // Once per authenticated request: the line's fields are not gathered when `info` is not written.
-      audit.info({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'success' }, 'auth success')
-    }
+    if (secured) auditCall(audit, request, method, error?.code === RpcCode.insufficientScope ? error.data : undefined)
   }
 
   const registry = fastify.a2aMethods
@@ -135,24 +118,20 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
    */
   async function stream (request: FastifyRequest, reply: FastifyReply, req: JsonRpcRequest, method: RegisteredMethod) {
     const principal = request.a2aPrincipal as Principal
-    const tooMany = (data: string) =>
-      Object.assign(new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', data, 429, { 'retry-after': '1' }), { id: req.id })
-    const local = streams.take()
-    if (local === null) throw tooMany('server.max_streams reached')
-    let ownSlot: (() => void) | null = null
-    const release = () => {
-      local()
-      ownSlot?.()
+    let claim: StreamClaim
+    try {
+      claim = streams.claim()
+    } catch (err) {
+      throw Object.assign(err as JsonRpcError, { id: req.id })
     }
     let source: EventSource
     try {
       const { params } = resolveMethod(registry, req, principal)
-      ownSlot = await streams.reserve(principal.id)
-      if (ownSlot === null) throw tooMany('too many open streams for this principal')
+      await claim.own(principal.id)
       audited(request, req.method)
       source = await method.handler(params, { principal, log: request.log, id: req.id }) as EventSource
     } catch (err) {
-      release()
+      claim.release()
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
       if (error.httpStatus !== 200) throw Object.assign(error, { id: req.id })
@@ -161,7 +140,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       return reply
     }
     observe(reply, 0)
-    streams.open(reply, req.id, source, release)
+    streams.open(reply, req.id, source, claim.release)
     return reply
   }
 

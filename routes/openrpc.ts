@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { missingScopes, type Principal } from '../services/auth/principal.js'
+import { auditCall } from '../plugins/auth.js'
 import { insufficientScope } from '../services/json-rpc/dispatch.js'
 import { DISCOVER_METHOD } from '../services/json-rpc/openrpc.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
@@ -29,12 +30,9 @@ const openRpcRoutes: FastifyPluginAsync<OpenRpcRoutesOptions> = async (fastify, 
   fastify.get('/openrpc.json', async function (request, reply) {
     const principal = request.a2aPrincipal as Principal
     const missing = missingScopes(principal, discover.scopes)
-    if (opts.secured) {
-      const fields = { principal: principal.id, scheme: principal.scheme, method: AUDIT_METHOD, ip: request.ip }
-      if (missing.length > 0) audit.warn({ ...fields, outcome: 'denied', reason: `needs scope ${missing.join(' ')}` }, 'scope denied')
-      else audit.info({ ...fields, outcome: 'success' }, 'auth success')
-    }
-    if (missing.length > 0) throw insufficientScope(missing)
+    const refusal = missing.length > 0 ? insufficientScope(missing) : undefined
+    if (opts.secured) auditCall(audit, request, AUDIT_METHOD, refusal?.data)
+    if (refusal !== undefined) throw refusal
     return reply.type('application/json; charset=utf-8').send(render().json)
   })
 }

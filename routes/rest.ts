@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../services/auth/principal.js'
+import { auditCall } from '../plugins/auth.js'
 import { errorData } from '../services/a2a/codec-v10.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import { resolveMethod, toJsonRpcError } from '../services/json-rpc/dispatch.js'
@@ -116,9 +117,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   const audit = fastify.a2aAudit
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {
-    // A refusal held until the body was read is the answer, whatever reading it came to (routes/json-rpc.ts).
-    const error = routeError((request.a2aRefusal as JsonRpcError | null) ?? err, request)
-    return answerError(request, reply, error)
+    return answerError(request, reply, routeError(err, request))
   })
 
   function answerError (request: FastifyRequest, reply: FastifyReply, error: JsonRpcError): FastifyReply {
@@ -134,16 +133,9 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     fastify.a2aMetrics?.rpc(reply.request.a2aRest ?? undefined, code, reply.elapsedTime / 1000)
   }
 
-  /** The audit line of an authenticated call (CONTRACT.md §9). */
+  /** The audit line of an authenticated call, under the v1.0 method the route runs (CONTRACT.md §9). */
   function audited (request: FastifyRequest, error?: JsonRpcError): void {
-    if (!opts.secured) return
-    const principal = request.a2aPrincipal as Principal
-    const method = request.a2aRest
-    if (error !== undefined) {
-      audit.warn({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'denied', reason: error.data }, 'scope denied')
-    } else {
-      audit.info({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'success' }, 'auth success')
-    }
+    if (opts.secured) auditCall(audit, request, request.a2aRest as string, error?.data)
   }
 
   fastify.decorateRequest('a2aRest', null)
@@ -181,26 +173,19 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   async function stream (request: FastifyRequest, reply: FastifyReply, name: string, params: Record<string, unknown>): Promise<FastifyReply> {
     request.a2aRest = name
     const principal = request.a2aPrincipal as Principal
-    const local = streams.take()
-    if (local === null) throw new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', 'server.max_streams reached', 429, { 'retry-after': '1' })
-    let own: (() => void) | null = null
-    const release = () => {
-      local()
-      own?.()
-    }
+    const claim = streams.claim()
     let source: EventSource
     try {
       const resolved = resolveMethod(registry, { id: null, method: name, params }, principal)
-      own = await streams.reserve(principal.id)
-      if (own === null) throw new JsonRpcError(RpcCode.rateLimited, 'Too many open streams', 'too many open streams for this principal', 429, { 'retry-after': '1' })
+      await claim.own(principal.id)
       audited(request)
       source = await resolved.method.handler(resolved.params, { principal, log: request.log, id: null }) as EventSource
     } catch (err) {
-      release()
+      claim.release()
       throw toJsonRpcError(err, request.log, name)
     }
     observe(reply, 0)
-    streams.open(reply, undefined, source, release)
+    streams.open(reply, undefined, source, claim.release)
     return reply
   }
 
@@ -250,7 +235,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
 
   // The OpenAPI 3.1 document of these routes, for any authenticated caller (as the card's extended form is).
   fastify.get('/openapi.json', function (request, reply) {
-    if (opts.secured) audited(Object.assign(request, { a2aRest: 'GET /openapi.json' }))
+    if (opts.secured) auditCall(audit, request, 'GET /openapi.json')
     reply.type('application/json; charset=utf-8').send(fastify.a2aOpenApi().json)
   })
 

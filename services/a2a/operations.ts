@@ -24,6 +24,8 @@ export interface SendInput {
   pushVersion?: '1.0'
   /** Its params path, for -32602 details. */
   pushField: string
+  /** The version's refusal of a push config while push notifications are off (v0.3: -32601, v1.0: -32003). */
+  pushOff: () => JsonRpcError
 }
 
 export interface ListInput {
@@ -69,11 +71,11 @@ export class A2AOperations {
 
   /**
    * The checks sending shares across versions, made before any task is touched. With push off a push config is
-   * refused by `pushOff` (each version has its own error for it).
+   * refused by the input's `pushOff` (each version has its own error for it).
    */
-  checkMessage (input: SendInput, pushOff: () => JsonRpcError): void {
+  #checkMessage (input: SendInput): void {
     if (input.pushConfig !== undefined) {
-      if (this.push === undefined) throw pushOff()
+      if (this.push === undefined) throw input.pushOff()
       this.push.check(input.pushConfig, input.pushField, input.pushVersion)
     }
     this.#checkMediaTypes(input.message)
@@ -85,6 +87,7 @@ export class A2AOperations {
    * store, with an executor that answers at once, the task is answered at once.
    */
   send (input: SendInput, principal: Principal, wait: boolean): MaybePromise<SettledTask> {
+    this.#checkMessage(input)
     const routed = this.#route(input, principal)
     if (!wait) return routed
     if (routed instanceof Promise) return routed.then(record => this.tasks.waitSettled(record, this.#timeoutMs))
@@ -93,6 +96,7 @@ export class A2AOperations {
 
   /** Sends a message and follows its task: the stream of its events, in `wire`, until it settles. */
   async stream (input: SendInput, principal: Principal, wire: Wire): Promise<TaskEventStream> {
+    this.#checkMessage(input)
     const { message } = input
     if (message.taskId !== undefined) {
       // Subscribed before the message joins: the events of its turn cannot be missed.

@@ -18,7 +18,13 @@ const DEFAULT_PAGE_SIZE = 50
 
 /** A v0.3 message/send or message/stream request as the operations take it. */
 function sendInput ({ message, configuration, metadata }: MessageSendParams): SendInput {
-  return { message, metadata, pushConfig: configuration?.pushNotificationConfig, pushField: 'params.configuration.pushNotificationConfig' }
+  return {
+    message,
+    metadata,
+    pushConfig: configuration?.pushNotificationConfig,
+    pushField: 'params.configuration.pushNotificationConfig',
+    pushOff: pushNotSupported
+  }
 }
 
 /** `message/send`, `message/stream` and the `tasks/*` methods that follow a task (CONTRACT.md §5 and §7): A2A v0.3. */
@@ -35,10 +41,8 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     errors: messageErrors,
     // Not async: over the memory store, with an executor that answers at once, the task is answered at once.
     handler (params, ctx) {
-      const input = sendInput(params)
-      ops.checkMessage(input, pushNotSupported)
       const historyLength = params.configuration?.historyLength
-      const sent = ops.send(input, ctx.principal, params.configuration?.blocking !== false)
+      const sent = ops.send(sendInput(params), ctx.principal, params.configuration?.blocking !== false)
       if (sent instanceof Promise) return sent.then(record => presentTask(record.task, dialect, historyLength))
       return presentTask(sent.task, dialect, historyLength)
     }
@@ -51,10 +55,8 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     result: TaskSchema,
     streaming: true,
     errors: messageErrors,
-    async handler (params, ctx) {
-      const input = sendInput(params)
-      ops.checkMessage(input, pushNotSupported)
-      return ops.stream(input, ctx.principal, dialect)
+    handler (params, ctx) {
+      return ops.stream(sendInput(params), ctx.principal, dialect)
     }
   }
 

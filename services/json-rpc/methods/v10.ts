@@ -38,7 +38,8 @@ function sendInput (params: V10SendMessageParams): SendInput {
   const input: SendInput = {
     message: decodeMessage(params.message),
     metadata: params.metadata ?? undefined,
-    pushField: 'params.configuration.taskPushNotificationConfig'
+    pushField: 'params.configuration.taskPushNotificationConfig',
+    pushOff: pushNotSupportedV10
   }
   if (inline !== undefined) {
     input.pushConfig = decodePushConfig(inline)
@@ -63,10 +64,8 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     result: Type.Object({ task: V10TaskSchema }),
     errors: messageErrors,
     handler (params, ctx) {
-      const input = sendInput(params)
-      ops.checkMessage(input, pushNotSupportedV10)
       const historyLength = params.configuration?.historyLength
-      const sent = ops.send(input, ctx.principal, params.configuration?.returnImmediately !== true)
+      const sent = ops.send(sendInput(params), ctx.principal, params.configuration?.returnImmediately !== true)
       if (sent instanceof Promise) return sent.then(record => ({ task: encodeTask(record.task, historyLength) }))
       return { task: encodeTask(sent.task, historyLength) }
     }
@@ -81,10 +80,8 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     result: V10StreamResponseSchema,
     streaming: true,
     errors: messageErrors,
-    async handler (params, ctx) {
-      const input = sendInput(params)
-      ops.checkMessage(input, pushNotSupportedV10)
-      return ops.stream(input, ctx.principal, 'v1')
+    handler (params, ctx) {
+      return ops.stream(sendInput(params), ctx.principal, 'v1')
     }
   }
 
