@@ -95,7 +95,8 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     prefix: routePrefix,
     bodyLimit: config.server.max_request_size,
     auth: { config, ...limitsOf(config, fastify.a2aRedis), onIntrospectionCache: metrics?.introspectionCache },
-    rest: config.protocol.rest
+    rest: config.protocol.rest,
+    cardPrefix: prefix
   })
   if (metrics !== null) await fastify.register(metricsRoutes, { prefix: routePrefix, metrics })
   await fastify.register(wellKnownRoutes, {

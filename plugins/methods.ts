@@ -39,7 +39,7 @@ const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, 
   const registry = new MethodRegistry(config.security.method_scopes)
   const ops = new A2AOperations({ config, tasks: fastify.a2aTasks, push: opts.push })
   for (const method of createTaskMethods({ config, ops })) registry.add(method)
-  for (const method of createV10Methods({ ops })) registry.add(method)
+  for (const method of createV10Methods({ ops, tenant: config.protocol.tenant })) registry.add(method)
   if (opts.push !== undefined) {
     for (const method of createPushMethods({ tasks: fastify.a2aTasks, push: opts.push })) registry.add(method)
   }

@@ -11,6 +11,9 @@ import type { EventSource, StreamClaim } from '../plugins/sse.js'
 import { versionRefusal } from '../services/a2a/version.js'
 import openRpcRoutes from './openrpc.js'
 import restRoutes from './rest.js'
+import { cardResponder } from './well-known.js'
+import { cardBindingsOf } from '../services/agent-card.js'
+import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
 
 export interface JsonRpcRoutesOptions {
@@ -20,6 +23,8 @@ export interface JsonRpcRoutesOptions {
   auth: AuthPluginOptions
   /** `protocol.rest`: the HTTP+JSON binding's routes, in this context (its authentication and limits). */
   rest?: boolean
+  /** The plugin prefix, for the card `GET /v1/card` answers with. */
+  cardPrefix?: string
 }
 
 /** A request's outcome, waiting in the outbox. */
@@ -85,6 +90,13 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   fastify.decorateRequest('a2aRefusal', null)
   const authenticate = fastify.a2aAuthenticate
   fastify.addHook('onRequest', function (request, reply, done) {
+    // A route that answers anonymous callers too (`GET /v1/card`) checks credentials only when some are given.
+    if (request.routeOptions.config.a2aCredentialsOptional === true && request.headers.authorization === undefined &&
+      request.headers['x-api-key'] === undefined) {
+      request.a2aPrincipal = ANONYMOUS
+      done()
+      return
+    }
     authenticate.call(this, request, reply, err => {
       const length = Number(request.headers['content-length'])
       if (err != null && request.method === 'POST' && length <= REFUSAL_READ_LIMIT) {
@@ -102,7 +114,15 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   const secured = opts.auth.config.security.enabled
   // GET /openrpc.json shares this context: the same authentication, limits and error answers as POST /.
   await fastify.register(openRpcRoutes, { secured })
-  if (opts.rest === true) await fastify.register(restRoutes, { bodyLimit: opts.bodyLimit, secured })
+  if (opts.rest === true) {
+    const { config } = opts.auth
+    await fastify.register(restRoutes, {
+      bodyLimit: opts.bodyLimit,
+      secured,
+      tenant: config.protocol.tenant,
+      card: cardResponder(config, opts.cardPrefix ?? '/', cardBindingsOf(config))
+    })
+  }
 
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {

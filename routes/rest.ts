@@ -2,23 +2,33 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import type { Principal } from '../services/auth/principal.js'
 import { auditCall } from '../plugins/auth.js'
 import { errorData } from '../services/a2a/codec-v10.js'
+import {
+  decodeCreatePushConfig03, decodeSendRequest03, decodeState03, encodePushConfig03
+} from '../services/a2a/codec-v03-rest.js'
+import type { TaskPushNotificationConfig } from '../schemas/push-config.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import { resolveMethod, toJsonRpcError } from '../services/json-rpc/dispatch.js'
-import { versionRefusal } from '../services/a2a/version.js'
+import type { MethodContext } from '../services/json-rpc/registry.js'
+import { majorMinor, versionRefusal } from '../services/a2a/version.js'
 import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
 
-// The HTTP+JSON (REST) binding of A2A v1.0 (CONTRACT.md §12): routes at the prefix root, each a thin frame around
-// the v1.0 method of the same operation. A route builds that method's params from its path, query and body; the
-// method decodes, checks scopes, calls the operation and encodes, exactly as over JSON-RPC. Registered inside the
-// JSON-RPC route context, it shares its authentication, limits and refusals.
+// The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
+// v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
+// it builds that method's params from its path, query and body; the method checks scopes, calls the operation and
+// encodes, exactly as over JSON-RPC (a v0.3 route asks for the v0.3 proto's form, `wire: 'rest03'`). Registered
+// inside the JSON-RPC route context, it shares its authentication, limits and refusals.
 
 export interface RestRoutesOptions {
   /** `server.max_request_size`. */
   bodyLimit: number
   /** Whether security is on: audit lines are written then. */
   secured: boolean
+  /** `protocol.tenant`: the v1.0 routes are also served under `/<tenant>/`. */
+  tenant?: string
+  /** Answers the public card (as the well-known URL does): `GET /v1/card` without credentials. */
+  card: (request: FastifyRequest, reply: FastifyReply) => FastifyReply
 }
 
 /** The answers' media type (CONTRACT.md §12). */
@@ -53,6 +63,11 @@ export function restStatus (err: JsonRpcError): number {
     default:
       return 400
   }
+}
+
+/** An A2A error as the body of a v0.3 REST answer: the JSON-RPC error object (CONTRACT.md §12). */
+export function v03ErrorBody (err: JsonRpcError): { code: number, message: string, data?: unknown } {
+  return err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data }
 }
 
 /** An A2A error as the `google.rpc.Status` body of a v1.0 REST answer. */
@@ -100,6 +115,25 @@ function splitVerb (segment: string): { id: string, verb: string | undefined } {
   return colon < 0 ? { id: segment, verb: undefined } : { id: segment.slice(0, colon), verb: segment.slice(colon + 1) }
 }
 
+/** How a route answers: its success status (204: no body), and for v0.3 routes the proto form of the result. */
+interface Answering {
+  status?: number
+  /** `rest03`: a `/v1` route, whose method answers in the v0.3 proto form. */
+  wire?: 'rest03'
+  /** Turns the method's result into the route's body (v0.3 push configs). */
+  encode?: (result: unknown) => unknown
+}
+
+/** A v1.0 route: its method, its path after the prefix (and tenant), and how it builds the params. */
+interface RestRoute {
+  method: 'GET' | 'POST' | 'DELETE'
+  url: string
+  rpc: string
+  params: Params
+  status?: number
+  streaming?: boolean
+}
+
 const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) => {
   // JSON in both spellings; an empty body is no body (`:cancel`, `:subscribe` and the GETs need none).
   fastify.removeAllContentTypeParsers()
@@ -120,28 +154,38 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     return answerError(request, reply, routeError(err, request))
   })
 
+  /** An error in the route's form: `google.rpc.Status` (v1.0), the JSON-RPC error object (`/v1`, v0.3). */
   function answerError (request: FastifyRequest, reply: FastifyReply, error: JsonRpcError): FastifyReply {
-    const body = statusBody(error)
+    const v03 = request.routeOptions.config.a2aRest03 === true
+    const status = restStatus(error)
     if (error.headers !== undefined) reply.headers(error.headers)
     observe(reply, error.code)
     if (error.code === RpcCode.insufficientScope) audited(request, error)
-    return reply.code(body.error.code).type(A2A_JSON).send(JSON.stringify(body))
+    return reply.code(status).type(A2A_JSON).send(JSON.stringify(v03 ? v03ErrorBody(error) : statusBody(error)))
   }
 
-  /** Counts the call in the metrics, under its v1.0 method name (unknown until the route has named it). */
+  /** Counts the call in the metrics, under its method name (unknown until the route has named it). */
   function observe (reply: FastifyReply, code: number): void {
     fastify.a2aMetrics?.rpc(reply.request.a2aRest ?? undefined, code, reply.elapsedTime / 1000)
   }
 
-  /** The audit line of an authenticated call, under the v1.0 method the route runs (CONTRACT.md §9). */
+  /** The audit line of an authenticated call, under the method the route runs (CONTRACT.md §9). */
   function audited (request: FastifyRequest, error?: JsonRpcError): void {
     if (opts.secured) auditCall(audit, request, request.a2aRest as string, error?.data)
   }
 
   fastify.decorateRequest('a2aRest', null)
   fastify.addHook('onRequest', function (request, _reply, done) {
-    // CONTRACT.md §11.1: an A2A-Version this server does not speak is refused (HTTP 400 FAILED_PRECONDITION).
-    done(versionRefusal(request.headers['a2a-version'], request.query))
+    // CONTRACT.md §11.1: an A2A-Version this server does not speak is refused (HTTP 400 FAILED_PRECONDITION). The
+    // `/v1` routes serve v0.3: a v1.0 client is sent to the root.
+    const refusal = versionRefusal(request.headers['a2a-version'], request.query)
+    if (refusal === undefined && request.routeOptions.config.a2aRest03 === true &&
+      majorMinor(request.headers['a2a-version']) === '1.0') {
+      done(new JsonRpcError(RpcCode.versionNotSupported, 'Version not supported',
+        'the /v1 routes serve A2A 0.3; the A2A 1.0 routes are at the root (POST /message:send, ...)'))
+      return
+    }
+    done(refusal)
   })
 
   // Answers leave together at the end of the event loop's turn, as JSON-RPC answers do (services/json-rpc/outbox.ts:
@@ -153,24 +197,31 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     },
     ({ reply }, err) => reply.send(err))
 
-  /** Runs the v1.0 method `name` with `params` and answers its result with `status` (204: no body). */
-  async function call (request: FastifyRequest, reply: FastifyReply, name: string, params: Record<string, unknown>, status = 200): Promise<FastifyReply> {
+  /** The method's context for a call of this request. */
+  function contextOf (request: FastifyRequest, principal: Principal, wire?: 'rest03'): MethodContext {
+    return wire === undefined ? { principal, log: request.log, id: null } : { principal, log: request.log, id: null, wire }
+  }
+
+  /** Runs the method `name` with `params` and answers its result (CONTRACT.md §12: 200, 201 on create, 204 on delete). */
+  async function call (request: FastifyRequest, reply: FastifyReply, name: string, params: Record<string, unknown>, answering: Answering = {}): Promise<FastifyReply> {
     request.a2aRest = name
     const principal = request.a2aPrincipal as Principal
     const resolved = resolveMethod(registry, { id: null, method: name, params }, principal)
     audited(request)
-    const result = await resolved.method.handler(resolved.params, { principal, log: request.log, id: null })
+    const result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
     observe(reply, 0)
-    outbox.push({ reply, status, body: status === 204 ? undefined : JSON.stringify(result) })
+    const status = answering.status ?? 200
+    const body = status === 204 ? undefined : JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
+    outbox.push({ reply, status, body })
     // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
     return reply
   }
 
   /**
-   * Runs a streaming v1.0 method: SSE `data: <StreamResponse>` events (no JSON-RPC envelope). Refusals and errors
-   * found before the first event are plain HTTP errors (CONTRACT.md §12).
+   * Runs a streaming method: SSE `data: <StreamResponse>` events (no JSON-RPC envelope). Refusals and errors found
+   * before the first event are plain HTTP errors (CONTRACT.md §12).
    */
-  async function stream (request: FastifyRequest, reply: FastifyReply, name: string, params: Record<string, unknown>): Promise<FastifyReply> {
+  async function stream (request: FastifyRequest, reply: FastifyReply, name: string, params: Record<string, unknown>, wire?: 'rest03'): Promise<FastifyReply> {
     request.a2aRest = name
     const principal = request.a2aPrincipal as Principal
     const claim = streams.claim()
@@ -179,7 +230,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       const resolved = resolveMethod(registry, { id: null, method: name, params }, principal)
       await claim.own(principal.id)
       audited(request)
-      source = await resolved.method.handler(resolved.params, { principal, log: request.log, id: null }) as EventSource
+      source = await resolved.method.handler(resolved.params, contextOf(request, principal, wire)) as EventSource
     } catch (err) {
       claim.release()
       throw toJsonRpcError(err, request.log, name)
@@ -189,7 +240,10 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     return reply
   }
 
-  const routes: Array<{ method: 'GET' | 'POST' | 'DELETE', url: string, rpc: string, params: Params, status?: number, streaming?: boolean }> = [
+  // -------------------------------------------------------------------------------------------------------------
+  // A2A v1.0, at the root and, with a tenant, under `/<tenant>/` (the path's tenant goes into the params).
+
+  const routes: RestRoute[] = [
     { method: 'POST', url: '/message::send', rpc: 'SendMessage', params: bodyOf },
     { method: 'POST', url: '/message::stream', rpc: 'SendStreamingMessage', params: bodyOf, streaming: true },
     { method: 'GET', url: '/tasks', rpc: 'ListTasks', params: queryParams },
@@ -197,38 +251,50 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       method: 'POST',
       url: '/tasks/:task/pushNotificationConfigs',
       rpc: 'CreateTaskPushNotificationConfig',
-      params: request => ({ ...bodyOf(request), taskId: (request.params as { task: string }).task }),
+      params: request => ({ ...bodyOf(request), taskId: taskOf(request) }),
       status: 201
     },
     {
       method: 'GET',
       url: '/tasks/:task/pushNotificationConfigs',
       rpc: 'ListTaskPushNotificationConfigs',
-      params: request => ({ ...queryParams(request), taskId: (request.params as { task: string }).task })
+      params: request => ({ ...queryParams(request), taskId: taskOf(request) })
     },
-    {
-      method: 'GET',
-      url: '/tasks/:task/pushNotificationConfigs/:config',
-      rpc: 'GetTaskPushNotificationConfig',
-      params: request => configParams(request)
-    },
-    {
-      method: 'DELETE',
-      url: '/tasks/:task/pushNotificationConfigs/:config',
-      rpc: 'DeleteTaskPushNotificationConfig',
-      params: request => configParams(request),
-      status: 204
-    },
+    { method: 'GET', url: '/tasks/:task/pushNotificationConfigs/:config', rpc: 'GetTaskPushNotificationConfig', params: configParams },
+    { method: 'DELETE', url: '/tasks/:task/pushNotificationConfigs/:config', rpc: 'DeleteTaskPushNotificationConfig', params: configParams, status: 204 },
     { method: 'GET', url: '/extendedAgentCard', rpc: 'GetExtendedAgentCard', params: () => ({}) }
   ]
-  for (const route of routes) {
+  const tenants = opts.tenant === undefined ? [undefined] : [undefined, opts.tenant]
+  for (const tenant of tenants) {
+    const at = tenant === undefined ? '' : `/${tenant}`
+    const withTenant = (params: Record<string, unknown>): Record<string, unknown> => tenant === undefined ? params : { ...params, tenant }
+    for (const route of routes) {
+      fastify.route({
+        method: route.method,
+        url: at + route.url,
+        bodyLimit: opts.bodyLimit,
+        handler (request, reply) {
+          const params = withTenant(route.params(request))
+          return route.streaming === true ? stream(request, reply, route.rpc, params) : call(request, reply, route.rpc, params, { status: route.status })
+        }
+      })
+    }
+    // `/tasks/{id}` (GET: GetTask), `/tasks/{id}:cancel` (POST), `/tasks/{id}:subscribe` (GET and POST): one route
+    // per method, the verb split off the segment. Fastify would read `/tasks/:id::cancel` as one parameter named
+    // `id::cancel`, and `GET /tasks/:id::subscribe` clashes with `GET /tasks/:id` (CONTRACT.md §12).
     fastify.route({
-      method: route.method,
-      url: route.url,
+      method: ['GET', 'POST'],
+      url: at + '/tasks/:task',
       bodyLimit: opts.bodyLimit,
       handler (request, reply) {
-        const params = route.params(request)
-        return route.streaming === true ? stream(request, reply, route.rpc, params) : call(request, reply, route.rpc, params, route.status)
+        const { id, verb } = splitVerb(taskOf(request))
+        if (verb === 'subscribe') return stream(request, reply, 'SubscribeToTask', withTenant({ id }))
+        if (request.method === 'GET' && verb === undefined) return call(request, reply, 'GetTask', withTenant({ ...queryParams(request), id }))
+        if (request.method === 'POST' && verb === 'cancel') {
+          const body = bodyOf(request)
+          return call(request, reply, 'CancelTask', withTenant(body.metadata === undefined ? { id } : { id, metadata: body.metadata }))
+        }
+        throw unknownVerb(request, verb)
       }
     })
   }
@@ -239,24 +305,73 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     reply.type('application/json; charset=utf-8').send(fastify.a2aOpenApi().json)
   })
 
-  // `/tasks/{id}` (GET: GetTask), `/tasks/{id}:cancel` (POST), `/tasks/{id}:subscribe` (GET and POST): one route
-  // per method, the verb split off the segment. Fastify would read `/tasks/:id::cancel` as one parameter named
-  // `id::cancel`, and `GET /tasks/:id::subscribe` clashes with `GET /tasks/:id` (CONTRACT.md §12).
+  // -------------------------------------------------------------------------------------------------------------
+  // A2A v0.3, under `/v1/`: the v0.3 methods with the v0.3 proto's ProtoJSON bodies. Push configs made here are
+  // stored as v0.3 ones (their deliveries are the v0.3 Task, CONTRACT.md §11.6).
+
+  const v03 = { config: { a2aRest03: true } }
+  const rest03 = { wire: 'rest03' } as const
+  const pushConfig03 = (result: unknown): unknown => encodePushConfig03(result as TaskPushNotificationConfig)
+
+  fastify.post('/v1/message::send', v03, function (request, reply) {
+    // SendMessageResponse: the `task` of its oneof.
+    return call(request, reply, 'message/send', decodeSendRequest03(bodyOf(request)), { wire: 'rest03', encode: task => ({ task }) })
+  })
+  fastify.post('/v1/message::stream', v03, function (request, reply) {
+    return stream(request, reply, 'message/stream', decodeSendRequest03(bodyOf(request)), 'rest03')
+  })
+  fastify.get('/v1/tasks', v03, function (request, reply) {
+    const params = queryParams(request)
+    if (typeof params.state === 'string') params.state = decodeState03(params.state)
+    return call(request, reply, 'tasks/list', params, rest03)
+  })
   fastify.route({
     method: ['GET', 'POST'],
-    url: '/tasks/:task',
-    bodyLimit: opts.bodyLimit,
+    url: '/v1/tasks/:task',
+    ...v03,
     handler (request, reply) {
-      const { id, verb } = splitVerb((request.params as { task: string }).task)
-      if (verb === 'subscribe') return stream(request, reply, 'SubscribeToTask', { id })
-      if (request.method === 'GET' && verb === undefined) return call(request, reply, 'GetTask', { ...queryParams(request), id })
+      const { id, verb } = splitVerb(taskOf(request))
+      if (verb === 'subscribe') return stream(request, reply, 'tasks/resubscribe', { id }, 'rest03')
+      if (request.method === 'GET' && verb === undefined) return call(request, reply, 'tasks/get', { ...queryParams(request), id }, rest03)
       if (request.method === 'POST' && verb === 'cancel') {
-        const body = bodyOf(request)
-        return call(request, reply, 'CancelTask', body.metadata === undefined ? { id } : { id, metadata: body.metadata })
+        bodyOf(request)
+        return call(request, reply, 'tasks/cancel', { id }, rest03)
       }
-      throw notFound(`${request.method} /tasks/{id}${verb === undefined ? '' : ':' + verb} is not a route of this server`)
+      throw unknownVerb(request, verb, '/v1')
     }
   })
+  fastify.post('/v1/tasks/:task/pushNotificationConfigs', v03, function (request, reply) {
+    const params = decodeCreatePushConfig03(bodyOf(request), taskOf(request))
+    return call(request, reply, 'tasks/pushNotificationConfig/set', params, { status: 201, encode: pushConfig03 })
+  })
+  fastify.get('/v1/tasks/:task/pushNotificationConfigs', v03, function (request, reply) {
+    return call(request, reply, 'tasks/pushNotificationConfig/list', { id: taskOf(request) }, {
+      encode: result => ({ configs: (result as TaskPushNotificationConfig[]).map(encodePushConfig03), nextPageToken: '' })
+    })
+  })
+  fastify.get('/v1/tasks/:task/pushNotificationConfigs/:config', v03, function (request, reply) {
+    const { taskId, id } = configParams(request)
+    return call(request, reply, 'tasks/pushNotificationConfig/get', { id: taskId, pushNotificationConfigId: id }, { encode: pushConfig03 })
+  })
+  fastify.delete('/v1/tasks/:task/pushNotificationConfigs/:config', v03, function (request, reply) {
+    const { taskId, id } = configParams(request)
+    return call(request, reply, 'tasks/pushNotificationConfig/delete', { id: taskId, pushNotificationConfigId: id }, { status: 204 })
+  })
+  // The public card without credentials (as the well-known URL answers); with them, the caller's extended card.
+  fastify.get('/v1/card', { config: { a2aRest03: true, a2aCredentialsOptional: true } }, function (request, reply) {
+    const principal = request.a2aPrincipal as Principal
+    if (principal.scheme === 'anonymous') {
+      request.a2aRest = 'GET /v1/card'
+      observe(reply, 0)
+      return opts.card(request, reply)
+    }
+    return call(request, reply, 'agent/getAuthenticatedExtendedCard', {})
+  })
+}
+
+/** The task id of a `/tasks/:task/...` route. */
+function taskOf (request: FastifyRequest): string {
+  return (request.params as { task: string }).task
 }
 
 /** The params of a route naming one push config of a task. */
@@ -265,10 +380,21 @@ function configParams (request: FastifyRequest): Record<string, unknown> {
   return { taskId: task, id: config }
 }
 
+/** 404 for a verb or method that `/tasks/{id}` does not serve. */
+function unknownVerb (request: FastifyRequest, verb: string | undefined, at = ''): JsonRpcError {
+  return notFound(`${request.method} ${at}/tasks/{id}${verb === undefined ? '' : ':' + verb} is not a route of this server`)
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The v1.0 method a REST call runs, once known (metrics, audit). */
+    /** The method a REST call runs, once known (metrics, audit). */
     a2aRest: string | null
+  }
+  interface FastifyContextConfig {
+    /** A `/v1` route: A2A v0.3, its errors the JSON-RPC error object (CONTRACT.md §12). */
+    a2aRest03?: boolean
+    /** A route that answers callers without credentials too (`GET /v1/card`); credentials given are checked. */
+    a2aCredentialsOptional?: boolean
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard, cardBindingsOf, cardInterfaces, type CardBindings } from '../services/agent-card.js'
 
@@ -49,10 +49,6 @@ const ReadySchema = {
 const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, opts) => {
   const { config } = opts
   const bindings = opts.cardBindings ?? cardBindingsOf(config)
-  // One hybrid card for every request, whatever its A2A-Version (CONTRACT.md §11.5).
-  const card = buildAgentCard(config, { ...bindings, prefix: opts.cardPrefix })
-  const fixed = config.agent.url !== undefined
-  const path = opts.cardPrefix.endsWith('/') ? opts.cardPrefix : opts.cardPrefix + '/'
 
   fastify.get('/health', { schema: { response: { 200: HealthSchema } } }, async function () {
     return { status: 'healthy', agent: config.agent.name, version: config.agent.version, timestamp: new Date().toISOString() }
@@ -75,31 +71,46 @@ const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fasti
     return { status: ok ? 'ready' : 'unavailable', checks }
   })
 
+  // One hybrid card for every request, whatever its A2A-Version (CONTRACT.md §11.5).
+  const respond = cardResponder(config, opts.cardPrefix, bindings)
+  for (const cardPath of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {
+    fastify.get(cardPath, async function (request, reply) {
+      return respond(request, reply)
+    })
+  }
+}
+
+/**
+ * Answers the public card (CONTRACT.md §11.5): the configured one, or without `agent.url` the one at the Host the
+ * client reached, with its cache headers and a 304 to a matching If-None-Match. `GET /v1/card` answers with it too.
+ */
+export function cardResponder (config: A2AConfig, cardPrefix: string, bindings: CardBindings): (request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  const card = buildAgentCard(config, { ...bindings, prefix: cardPrefix })
+  const fixed = config.agent.url !== undefined
+  const path = cardPrefix.endsWith('/') ? cardPrefix : cardPrefix + '/'
   // The card as configured (agent.url, else the configured host and port), its bytes and tag made once.
   const configured = JSON.stringify(card)
   const configuredTag = etag(configured)
-  for (const cardPath of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {
-    fastify.get(cardPath, async function (request, reply) {
-      let body = configured
-      let tag = configuredTag
-      if (!fixed) {
-        // Without agent.url, the card points where the client reached us (port mappings, port 0, proxies), but only
-        // through a Host that is a host and a port: anything else gets the configured address, never an echo.
-        const host = request.host
-        if (HOST.test(host)) {
-          const url = `${request.protocol === 'https' ? 'https' : 'http'}://${host}${path}`
-          body = JSON.stringify({ ...card, ...cardInterfaces(url, bindings) })
-          tag = etag(body)
-        }
-        // The card differs by Host: a cache must not hand one client's card to another.
-        reply.header('vary', 'Host')
+  return function (request, reply) {
+    let body = configured
+    let tag = configuredTag
+    if (!fixed) {
+      // Without agent.url, the card points where the client reached us (port mappings, port 0, proxies), but only
+      // through a Host that is a host and a port: anything else gets the configured address, never an echo.
+      const host = request.host
+      if (HOST.test(host)) {
+        const url = `${request.protocol === 'https' ? 'https' : 'http'}://${host}${path}`
+        body = JSON.stringify({ ...card, ...cardInterfaces(url, bindings) })
+        tag = etag(body)
       }
-      reply.header('cache-control', CARD_CACHE_CONTROL)
-      reply.header('etag', tag)
-      if (request.headers['if-none-match'] === tag) return reply.code(304).send()
-      reply.type('application/json; charset=utf-8')
-      return reply.send(body)
-    })
+      // The card differs by Host: a cache must not hand one client's card to another.
+      reply.header('vary', 'Host')
+    }
+    reply.header('cache-control', CARD_CACHE_CONTROL)
+    reply.header('etag', tag)
+    if (request.headers['if-none-match'] === tag) return reply.code(304).send()
+    reply.type('application/json; charset=utf-8')
+    return reply.send(body)
   }
 }
 

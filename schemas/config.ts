@@ -88,7 +88,13 @@ export const ProtocolConfigSchema = obj({
    */
   card_security_schemes: Type.Union([Type.Literal('merged'), Type.Literal('v1')], { default: 'merged' }),
   /** The HTTP+JSON (REST) binding at the prefix root (CONTRACT.md §12); false removes its routes and card entries. */
-  rest: Bool(true)
+  rest: Bool(true),
+  /**
+   * The A2A v1.0 tenant this agent is served as (v1.0 `tenant`, CONTRACT.md §12): written on every card interface,
+   * the v1.0 REST routes also served under `/<tenant>/`, and a v1.0 request naming another tenant refused. Unset: none.
+   * `v1` is taken by the v0.3 REST routes.
+   */
+  tenant: Type.Optional(Type.String({ pattern: '^(?!v1$)[A-Za-z0-9._~-]{1,64}$' }))
 })
 
 export const ApiKeySchema = Type.Object({

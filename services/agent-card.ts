@@ -159,8 +159,8 @@ export function cardInterfaces (url: string, bindings: CardBindings = {}): Pick<
 
 /** The bindings the configuration serves besides JSON-RPC, as the card lists them. */
 export function cardBindingsOf (config: A2AConfig): CardBindings {
-  // HTTP+JSON serves v1.0 so far; its v0.3 routes (`/v1/...`) are listed once they are served.
-  return config.protocol.rest ? { rest: ['1.0'] } : {}
+  const tenant = config.protocol.tenant === undefined ? {} : { tenant: config.protocol.tenant }
+  return config.protocol.rest ? { rest: ['1.0', '0.3'], ...tenant } : tenant
 }
 
 /** The v1.0 form of v0.3 security requirements: `{apiKey: []}` → `{schemes: {apiKey: {list: []}}}`. */

@@ -105,6 +105,9 @@ protocol:
   card_security_schemes: ${y(d.protocol.card_security_schemes)}
   # The HTTP+JSON (REST) binding at the prefix root: POST /message:send, GET /tasks/{id}, ...
   rest: ${y(d.protocol.rest)}
+  # The A2A v1.0 tenant the agent is served as: on every card interface, and the v1.0 REST routes also under
+  # /<tenant>/. Letters, digits and . _ ~ - (not v1). Unset: none.
+  # tenant: acme
 
 security:
   # Off: every caller is anonymous and no scope is checked (a warning is logged at start).

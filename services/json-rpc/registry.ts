@@ -12,6 +12,11 @@ export interface MethodContext {
   readonly log: Logger
   /** The JSON-RPC request id, echoed by streaming methods in every event. */
   readonly id: JsonRpcId
+  /**
+   * `rest03`: the call comes from a v0.3 REST route (CONTRACT.md §12), and a v0.3 method answers tasks and stream
+   * events in the v0.3 proto form. Absent: the method's own form.
+   */
+  readonly wire?: 'rest03'
 }
 
 export interface MethodDefinition<S extends TSchema = TSchema> {

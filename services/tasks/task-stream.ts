@@ -1,5 +1,6 @@
 import type { Task } from '../../schemas/task.js'
 import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
+import { encodeEvent03, encodeTask03 } from '../a2a/codec-v03-rest.js'
 import type { Subscription, TaskEvent, TaskEventBus } from './event-bus.js'
 import { isSettled, presentTask, stateName, type Dialect } from './states.js'
 import type { StoredTask } from './store.js'
@@ -19,10 +20,11 @@ export interface StreamSink {
 export const MAX_QUEUED_BYTES = 1024 * 1024
 
 /**
- * How a stream's results are written: A2A v0.3 in one of its dialects, or A2A v1.0 (`v1`: StreamResponse objects,
- * the Task first, then `statusUpdate` and `artifactUpdate`, no `final`; CONTRACT.md §11.3).
+ * How a stream's results are written: A2A v0.3 in one of its dialects, A2A v1.0 (`v1`: StreamResponse objects,
+ * the Task first, then `statusUpdate` and `artifactUpdate`, no `final`; CONTRACT.md §11.3), or the v0.3 proto's
+ * StreamResponse of the `/v1` REST routes (`rest03`: the same with `final`, CONTRACT.md §12).
  */
-export type Wire = Dialect | 'v1'
+export type Wire = Dialect | 'v1' | 'rest03'
 
 export interface TaskEventStreamOptions {
   dialect: Wire
@@ -40,7 +42,9 @@ export interface TaskEventStreamOptions {
 let lastEvent: TaskEvent | undefined
 let lastDialect: Wire | undefined
 let lastJson = ''
-const snapshots: Record<Wire, WeakMap<object, string>> = { default: new WeakMap(), a2a: new WeakMap(), v1: new WeakMap() }
+const snapshots: Record<Wire, WeakMap<object, string>> = {
+  default: new WeakMap(), a2a: new WeakMap(), v1: new WeakMap(), rest03: new WeakMap()
+}
 
 /**
  * The JSON of an event's `result` in a wire form: the whole Task (default), an A2A update event (a2a) or a v1.0
@@ -52,6 +56,8 @@ export function eventResult (event: TaskEvent, dialect: Wire): string {
   const { task } = event
   if (dialect === 'v1') {
     json = JSON.stringify(encodeEvent(event))
+  } else if (dialect === 'rest03') {
+    json = JSON.stringify(encodeEvent03(event))
   } else if (dialect === 'default') {
     json = JSON.stringify(presentTask(task, dialect))
   } else if (event.type === 'status') {
@@ -78,9 +84,11 @@ export function eventResult (event: TaskEvent, dialect: Wire): string {
   return json
 }
 
-/** A snapshot as a stream writes it: the Task (v0.3) or the StreamResponse `{task}` (v1.0). */
+/** A snapshot as a stream writes it: the Task (v0.3) or the StreamResponse `{task}` (v1.0, v0.3 REST). */
 function snapshotJson (task: Task, dialect: Wire): string {
-  return JSON.stringify(dialect === 'v1' ? { task: encodeTask(task) } : presentTask(task, dialect))
+  if (dialect === 'v1') return JSON.stringify({ task: encodeTask(task) })
+  if (dialect === 'rest03') return JSON.stringify({ task: encodeTask03(task) })
+  return JSON.stringify(presentTask(task, dialect))
 }
 
 /** The same, remembered per snapshot: every stream that resubscribes to a task starts from the same one. */

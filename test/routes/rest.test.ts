@@ -193,16 +193,19 @@ t.test('§12 with security on: 401 UNAUTHENTICATED, 403 PERMISSION_DENIED by the
   t.notOk('url' in card.body)
 })
 
-t.test('§12 the card lists HTTP+JSON at 1.0; protocol.rest: false removes the routes and the entry', async t => {
+t.test('§12 the card lists HTTP+JSON at 1.0 and 0.3; protocol.rest: false removes the routes and the entries', async t => {
   const app = await build(t)
   const card = (await app.inject('/.well-known/agent-card.json')).json()
-  t.same(card.supportedInterfaces.map((i: any) => `${i.protocolBinding} ${i.protocolVersion}`), ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3'])
-  t.same(card.additionalInterfaces.map((i: any) => i.transport), ['JSONRPC'], 'no v0.3 HTTP+JSON routes yet: not offered to v0.3 clients')
+  t.same(card.supportedInterfaces.map((i: any) => `${i.protocolBinding} ${i.protocolVersion}`),
+    ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3'])
+  t.same(card.additionalInterfaces.map((i: any) => i.transport), ['JSONRPC', 'HTTP+JSON'], 'offered to v0.3 clients too')
   const off = await build(t, { config: { protocol: { rest: false } } })
   const offCard = (await off.inject('/.well-known/agent-card.json')).json()
   t.same(offCard.supportedInterfaces.map((i: any) => i.protocolBinding), ['JSONRPC', 'JSONRPC'])
   t.equal((await rest(off, 'POST', '/message:send', { message: message('x') })).status, 404)
   t.equal((await rest(off, 'GET', '/tasks')).status, 404)
+  t.equal((await rest(off, 'POST', '/v1/message:send', { message: { messageId: 'm', role: 'ROLE_USER', content: [{ text: 'x' }] } })).status, 404)
+  t.equal((await rest(off, 'GET', '/v1/card')).status, 404)
 })
 
 t.test('§12 the HTTP status and google.rpc.Status of each kind of A2A error', async t => {

@@ -103,10 +103,11 @@ t.test('§11.5 one hybrid card for every A2A-Version: v1.0 supportedInterfaces b
   t.same(card.supportedInterfaces, [
     { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-    { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }
+    { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    { url, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' }
   ])
   t.match(card, { url, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0', supportsAuthenticatedExtendedCard: false })
-  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
+  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }, { url, transport: 'HTTP+JSON' }])
   t.same(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false, stateTransitionHistory: true })
   for (const version of ['1.0', '0.3', '1', 'bogus']) {
     for (const path of ['/.well-known/agent-card.json', `/.well-known/agent-card.json?A2A-Version=${version}`, '/.well-known/agent.json']) {
@@ -123,9 +124,9 @@ t.test('§11.5 without agent.url every interface, of both versions, follows the 
   const card = (await app.inject({ url: '/agent/.well-known/agent-card.json', headers: { host: 'agents.example.com:7201' } })).json()
   const url = 'http://agents.example.com:7201/agent/'
   t.equal(card.url, url)
-  t.same(card.supportedInterfaces.map((i: { url: string }) => i.url), [url, url, url])
-  t.same(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion), ['1.0', '1.0', '0.3'])
-  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }])
+  t.same(card.supportedInterfaces.map((i: { url: string }) => i.url), [url, url, url, url])
+  t.same(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion), ['1.0', '1.0', '0.3', '0.3'])
+  t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }, { url, transport: 'HTTP+JSON' }])
 })
 
 t.test('§11.5 the card lists the bindings it is given, in the contract order, at the Host and with the tenant', async t => {

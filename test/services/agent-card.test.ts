@@ -73,10 +73,16 @@ t.test('§11.5 supportedInterfaces: JSON-RPC at 1.0 then 0.3, exact version stri
     { url: 'http://127.0.0.1:9001/agent/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     { url: 'http://127.0.0.1:9001/agent/', protocolBinding: 'JSONRPC', protocolVersion: '0.3' }
   ])
-  // §12: HTTP+JSON at the same URL, at 1.0 only while its v0.3 routes are not served.
+  // §12: HTTP+JSON at the same URL, at 1.0 and 0.3 (its `/v1` routes), listed for v0.3 clients too.
   const rest = buildAgentCard(validateConfig({ server: { port: 9001 } }), { prefix: '/agent' })
-  t.same(rest.supportedInterfaces.map(i => `${i.protocolBinding} ${i.protocolVersion}`), ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3'])
-  t.same(rest.additionalInterfaces, [{ url: 'http://127.0.0.1:9001/agent/', transport: 'JSONRPC' }])
+  t.same(rest.supportedInterfaces.map(i => `${i.protocolBinding} ${i.protocolVersion}`), ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3'])
+  t.same(rest.additionalInterfaces, [
+    { url: 'http://127.0.0.1:9001/agent/', transport: 'JSONRPC' },
+    { url: 'http://127.0.0.1:9001/agent/', transport: 'HTTP+JSON' }
+  ])
+  // protocol.tenant: on every interface.
+  const tenanted = buildAgentCard(validateConfig({ protocol: { tenant: 'acme' } }), { prefix: '/' })
+  t.ok(tenanted.supportedInterfaces.every(i => i.tenant === 'acme'))
 })
 
 t.test('§11.5 enabled bindings are listed JSONRPC, HTTP+JSON, GRPC at 1.0, then the same at 0.3; never gRPC in additionalInterfaces', async t => {

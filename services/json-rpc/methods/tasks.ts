@@ -5,8 +5,10 @@ import {
 import { TaskSchema } from '../../../schemas/task.js'
 import { RpcCode } from '../../errors.js'
 import { pushNotSupported, type A2AOperations, type SendInput } from '../../a2a/operations.js'
+import { encodeTask03 } from '../../a2a/codec-v03-rest.js'
 import { normalizeState, presentTask } from '../../tasks/states.js'
-import type { MethodDefinition } from '../registry.js'
+import type { Task } from '../../../schemas/task.js'
+import type { MethodContext, MethodDefinition } from '../registry.js'
 
 export interface TaskMethodDeps {
   config: A2AConfig
@@ -30,6 +32,9 @@ function sendInput ({ message, configuration, metadata }: MessageSendParams): Se
 /** `message/send`, `message/stream` and the `tasks/*` methods that follow a task (CONTRACT.md §5 and §7): A2A v0.3. */
 export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefinition[] {
   const dialect = config.protocol.dialect
+  /** A task as the call's wire shows it: the dialect's Task, or the v0.3 proto's from a `/v1` REST route. */
+  const present = (task: Task, ctx: MethodContext, historyLength?: number): unknown =>
+    ctx.wire === 'rest03' ? encodeTask03(task, historyLength) : presentTask(task, dialect, historyLength)
   // With push off, a message carrying a push config is -32601 (CONTRACT.md §4).
   const messageErrors = [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported, ...(ops.push === undefined ? [RpcCode.methodNotFound] : [])]
 
@@ -43,8 +48,8 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     handler (params, ctx) {
       const historyLength = params.configuration?.historyLength
       const sent = ops.send(sendInput(params), ctx.principal, params.configuration?.blocking !== false)
-      if (sent instanceof Promise) return sent.then(record => presentTask(record.task, dialect, historyLength))
-      return presentTask(sent.task, dialect, historyLength)
+      if (sent instanceof Promise) return sent.then(record => present(record.task, ctx, historyLength))
+      return present(sent.task, ctx, historyLength)
     }
   }
 
@@ -56,7 +61,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     streaming: true,
     errors: messageErrors,
     handler (params, ctx) {
-      return ops.stream(sendInput(params), ctx.principal, dialect)
+      return ops.stream(sendInput(params), ctx.principal, ctx.wire ?? dialect)
     }
   }
 
@@ -68,7 +73,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     streaming: true,
     errors: [RpcCode.taskNotFound],
     handler ({ id }, ctx) {
-      return ops.subscribe(id, ctx.principal, dialect)
+      return ops.subscribe(id, ctx.principal, ctx.wire ?? dialect)
     }
   }
 
@@ -80,7 +85,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     errors: [RpcCode.taskNotFound],
     async handler ({ id, historyLength }, ctx) {
       const record = await ops.get(id, ctx.principal)
-      return presentTask(record.task, dialect, historyLength)
+      return present(record.task, ctx, historyLength)
     }
   }
 
@@ -92,7 +97,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     errors: [RpcCode.taskNotFound, RpcCode.taskNotCancelable],
     async handler ({ id }, ctx) {
       const record = await ops.cancel(id, ctx.principal)
-      return presentTask(record.task, dialect)
+      return present(record.task, ctx)
     }
   }
 
@@ -109,7 +114,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
         pageToken: params.pageToken
       }, ctx.principal)
       return {
-        tasks: page.tasks.map(r => presentTask(r.task, dialect, params.historyLength)),
+        tasks: page.tasks.map(r => present(r.task, ctx, params.historyLength)),
         nextPageToken: page.nextPageToken
       }
     }

@@ -15,6 +15,8 @@ import type { MethodDefinition } from '../registry.js'
 
 export interface V10MethodDeps {
   ops: A2AOperations
+  /** `protocol.tenant`: the one tenant a request may name (CONTRACT.md §12); none when unset. */
+  tenant?: string
 }
 
 const DEFAULT_PAGE_SIZE = 50
@@ -30,6 +32,23 @@ export function pushNotSupportedV10 (): JsonRpcError {
 function terminalTask (task: { id: string, status: { state: string } }): JsonRpcError {
   return new JsonRpcError(RpcCode.unsupportedOperation, 'Unsupported operation',
     `task "${task.id}" is ${task.status.state}: a task that has ended has no events to subscribe to`)
+}
+
+/**
+ * The params with snake_case keys renamed (CONTRACT.md §11.2), refused with -32602 when they name a tenant other
+ * than this agent's (`""` is none: the official clients send it when the card lists no tenant).
+ */
+function tenantChecked (tenant: string | undefined): (params: unknown) => unknown {
+  return params => {
+    const renamed = camelKeys(params)
+    const given = (renamed as { tenant?: unknown } | null | undefined)?.tenant
+    if (typeof given === 'string' && given !== '' && given !== tenant) {
+      throw fieldError('tenant', tenant === undefined
+        ? `this agent is served without a tenant; "${given}" is none of its`
+        : `unknown tenant "${given}": this agent is served as "${tenant}"`)
+    }
+    return renamed
+  }
 }
 
 /** A SendMessage request as the operations take it. */
@@ -52,7 +71,8 @@ function sendInput (params: V10SendMessageParams): SendInput {
  * The A2A v1.0 methods over JSON-RPC (CONTRACT.md §11.3): the same operations as their v0.3 twins, whose scopes
  * they share, with requests decoded from and answers encoded to the v1.0 form.
  */
-export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
+export function createV10Methods ({ ops, tenant }: V10MethodDeps): MethodDefinition[] {
+  const prepare = tenantChecked(tenant)
   const messageErrors = [RpcCode.taskNotFound, RpcCode.contentTypeNotSupported, RpcCode.pushNotSupported]
 
   const send: MethodDefinition<typeof V10SendMessageParamsSchema> = {
@@ -60,7 +80,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'message/send',
     summary: 'A2A v1.0: sends a message, starting a task or continuing message.taskId\'s. Answers { task } once it settles, unless returnImmediately.',
     params: V10SendMessageParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: Type.Object({ task: V10TaskSchema }),
     errors: messageErrors,
     handler (params, ctx) {
@@ -76,7 +96,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'message/stream',
     summary: 'A2A v1.0: sends a message and streams StreamResponse events (the Task, then status and artifact updates) until the task settles.',
     params: V10SendMessageParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10StreamResponseSchema,
     streaming: true,
     errors: messageErrors,
@@ -90,7 +110,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/resubscribe',
     summary: 'A2A v1.0: streams a task that has not ended: { task } first, then its updates until it settles (-32004 once it has ended).',
     params: V10TaskIdParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10StreamResponseSchema,
     streaming: true,
     errors: [RpcCode.taskNotFound, RpcCode.unsupportedOperation],
@@ -104,7 +124,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/get',
     summary: 'A2A v1.0: a task; historyLength unset = all, 0 = none, N = the last N messages.',
     params: V10GetTaskParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10TaskSchema,
     errors: [RpcCode.taskNotFound],
     async handler ({ id, historyLength }, ctx) {
@@ -117,7 +137,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/cancel',
     summary: 'A2A v1.0: cancels a task that has not finished, and answers with it.',
     params: V10TaskIdParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10TaskSchema,
     errors: [RpcCode.taskNotFound, RpcCode.taskNotCancelable],
     async handler ({ id }, ctx) {
@@ -130,7 +150,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/list',
     summary: 'A2A v1.0: the caller\'s tasks, newest first, by contextId, status and statusTimestampAfter, a page at a time.',
     params: V10ListTasksParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10ListTasksResultSchema,
     async handler (params, ctx) {
       let state
@@ -170,7 +190,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/pushNotificationConfig/set',
     summary: 'A2A v1.0: adds a webhook to a task (a client-given id is kept; the first id-less one is "default").',
     params: V10CreatePushConfigParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10PushConfigResultSchema,
     errors: [RpcCode.taskNotFound, RpcCode.pushNotSupported],
     async handler (params, ctx) {
@@ -188,7 +208,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/pushNotificationConfig/get',
     summary: 'A2A v1.0: a webhook of a task, by id. Credentials are never returned.',
     params: V10PushConfigIdParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10PushConfigResultSchema,
     errors: [RpcCode.taskNotFound, RpcCode.pushNotSupported],
     async handler ({ taskId, id }, ctx) {
@@ -203,7 +223,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/pushNotificationConfig/list',
     summary: 'A2A v1.0: the webhooks of a task, oldest first, a page at a time.',
     params: V10ListPushConfigsParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: V10ListPushConfigsResultSchema,
     errors: [RpcCode.taskNotFound, RpcCode.pushNotSupported],
     async handler ({ taskId, pageSize, pageToken }, ctx) {
@@ -229,7 +249,7 @@ export function createV10Methods ({ ops }: V10MethodDeps): MethodDefinition[] {
     twin: 'tasks/pushNotificationConfig/delete',
     summary: 'A2A v1.0: removes a webhook from a task. Answers null.',
     params: V10PushConfigIdParamsSchema,
-    prepare: camelKeys,
+    prepare,
     result: Type.Null(),
     errors: [RpcCode.taskNotFound, RpcCode.pushNotSupported],
     async handler ({ taskId, id }, ctx) {
