@@ -254,3 +254,34 @@ t.test('@a2a-js/sdk 1.x with security on: the extended card, and a v1.0 webhook 
   t.equal(hook.received[0].headers['content-type'], 'application/a2a+json')
   t.equal(hook.received[0].headers.authorization, 'Bearer cred')
 })
+
+t.test('one task driven in turn over REST v1.0, JSON-RPC v1.0, JSON-RPC v0.3 and REST v0.3, each by its official client', async t => {
+  // Each turn's message "more" asks for more input; anything else completes the task.
+  const turns: AgentExecutor = async function * (ctx) {
+    const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+    yield `turn: ${text}`
+    if (text === 'more') yield { kind: 'status', state: 'input_required', message: 'more?' }
+  }
+  const { url } = await listen(t, { executor: turns })
+  const rest = await v1Client(url, {}, 'HTTP+JSON')
+  const rpc = await v1Client(url)
+  const old = await A2AClient.fromCardUrl(`${url}/.well-known/agent-card.json`)
+  const { ClientFactory: OldFactory, RestTransportFactory } = await import('@a2a-js/sdk/client')
+  const oldRest = await new OldFactory({ transports: [new RestTransportFactory()] }).createFromUrl(url)
+
+  const first = await rest.sendMessage(sendRequest('more')) as Task
+  t.equal(first.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED, 'REST v1.0 starts it')
+  const id = first.id
+  const second = await rpc.sendMessage(sendRequest('more', { taskId: id, contextId: first.contextId })) as Task
+  t.equal(second.id, id)
+  t.equal(second.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED, 'JSON-RPC v1.0 continues it')
+  const third = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: `old-${++n}`, taskId: id, contextId: first.contextId, parts: [{ kind: 'text', text: 'done' }] } }) as any
+  t.equal(third.result.id, id)
+  t.equal(third.result.status.state, 'completed', 'JSON-RPC v0.3 finishes it')
+  const read = await oldRest.getTask({ id })
+  t.equal(read.status.state, 'completed', 'REST v0.3 reads it')
+  t.same(read.history?.filter(m => m.role === 'user').map(m => (m.parts[0] as { text: string }).text), ['more', 'more', 'done'])
+  t.equal(read.artifacts?.length, 3, 'one artifact per turn, whoever sent it')
+  const again = await rest.getTask(GetTaskRequest.fromJSON({ id }))
+  t.equal(again.status?.state, TaskState.TASK_STATE_COMPLETED)
+})
