@@ -308,3 +308,53 @@ t.test('REST routes: any path, query and body get a documented status and, for a
   t.ok(errors > 0, `${errors} requests refused, each with a google.rpc.Status`)
   t.equal((await app.inject({ method: 'GET', url: `/tasks/${known}` })).statusCode, 200, 'the server still serves')
 })
+
+/** A valid v0.3 proto SendMessageRequest or push config body (CONTRACT.md §12, `/v1`), then one field replaced. */
+const mutatedV03Body = mutatedRequests(['x'], ['params', 'message', 'request', 'content', 0, 1, 'text', 'file', 'fileWithUri',
+  'fileWithBytes', 'mimeType', 'data', 'role', 'messageId', 'message_id', 'configuration', 'blocking', 'pushNotification',
+  'historyLength', 'acceptedOutputModes', 'pushNotificationConfig', 'config', 'configId', 'url', 'authentication', 'schemes',
+  'metadata', 'extensions'], () => ({
+  message: { messageId: 'm', role: 'ROLE_USER', content: [{ text: 'hello' }, { file: { fileWithUri: 'https://x/y', mimeType: 'text/plain' } }] },
+  configuration: { blocking: true, historyLength: 1, pushNotification: { url: 'https://hooks.example.com/a', authentication: { schemes: ['Bearer'] } } },
+  pushNotificationConfig: { url: 'https://hooks.example.com/b' },
+  config: { pushNotificationConfig: { url: 'https://hooks.example.com/c' } }
+})).map(request => JSON.stringify(JSON.parse(request).params))
+
+const restV03Request = fc.record({
+  route: fc.constantFrom<[string, string]>(
+    ['POST', '/v1/message:send'], ['POST', '/v1/message:stream'], ['GET', '/v1/tasks'], ['GET', '/v1/tasks/{id}'], ['POST', '/v1/tasks/{id}:cancel'],
+    ['GET', '/v1/tasks/{id}:subscribe'], ['POST', '/v1/tasks/{id}:subscribe'], ['POST', '/v1/tasks/{id}:other'],
+    ['POST', '/v1/tasks/{id}/pushNotificationConfigs'], ['GET', '/v1/tasks/{id}/pushNotificationConfigs'],
+    ['GET', '/v1/tasks/{id}/pushNotificationConfigs/{id}'], ['DELETE', '/v1/tasks/{id}/pushNotificationConfigs/{id}'], ['GET', '/v1/card']
+  ),
+  id: fc.oneof(fc.constant('known'), fc.string({ maxLength: 20 }), fc.constantFrom('a:b', '..', '%3A', '%')),
+  query: fc.dictionary(fc.constantFrom('historyLength', 'pageSize', 'pageToken', 'state', 'contextId', 'A2A-Version', 'x'),
+    fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('-1', '1e3', 'TASK_STATE_WORKING', 'completed', '1.0')), { maxKeys: 3 }),
+  body: fc.oneof(fc.constant(undefined), fc.constant('null'), fc.constant(''), fc.jsonValue().map(v => JSON.stringify(v)), mutatedV03Body)
+})
+
+t.test('REST v0.3 routes: any path, query and body get a documented status and, for an error, the JSON-RPC error object', async t => {
+  const app = await build(t, { config: { server: { request_timeout: 2 }, agent: { name: 'Fuzz', delay_ms: 0 } } })
+  const known = (await app.inject({ method: 'POST', url: '/v1/message:send', payload: { message: { messageId: 'k', role: 'ROLE_USER', content: [{ text: 'k' }] } } })).json().task.id
+  let errors = 0
+  await fc.assert(fc.asyncProperty(restV03Request, async ({ route: [method, path], id, query, body }) => {
+    const segment = id === 'known' ? known : encodeURIComponent(id).replace(/%3A/gi, ':')
+    const url = path.replaceAll('{id}', segment) + (Object.keys(query).length === 0 ? '' : '?' + new URLSearchParams(query).toString())
+    const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' }
+    const res = await bounded(app.inject({ method: method as 'GET', url, headers, payload: body }), `${method} ${url} ${body ?? ''}`)
+    if ((res.statusCode === 404 || res.statusCode === 414) && !String(res.headers['content-type']).startsWith('application/a2a+json')) return
+    // `/v1/tasks/../x` is `/v1/x`, no route of ours: the host answers it (and reads its body) as it does any other.
+    if (url.includes('/../') && res.json().code?.startsWith?.('FST_ERR_') === true) return
+    if (!REST_STATUSES.has(res.statusCode)) throw new Error(`${method} ${url}: status ${res.statusCode}: ${res.body.slice(0, 200)}`)
+    if (res.statusCode >= 400) {
+      const error = res.json()
+      if (typeof error.code !== 'number' || typeof error.message !== 'string' || 'error' in error) {
+        throw new Error(`${method} ${url}: not a JSON-RPC error object: ${res.body.slice(0, 200)}`)
+      }
+      if (error.code === -32603) throw new Error(`${method} ${url} ${body ?? ''}: -32603`)
+      errors++
+    }
+  }), { seed: SEED, numRuns: RUNS * 2 })
+  t.ok(errors > 0, `${errors} requests refused, each with the v0.3 error object`)
+  t.equal((await app.inject({ method: 'GET', url: `/v1/tasks/${known}` })).statusCode, 200, 'the server still serves')
+})

@@ -284,7 +284,7 @@ t.test('§12 a full server refuses a REST stream with 429 server.max_streams', a
 
 t.test('§12 GET /openapi.json: a valid OpenAPI 3.1 document of every REST route, from the methods\' schemas', async t => {
   const { Validator } = await import('@seriousme/openapi-schema-validator')
-  const { REST_OPERATIONS } = await import('../../services/rest/openapi.js')
+  const { REST_OPERATIONS, REST03_OPERATIONS } = await import('../../services/rest/openapi.js')
   const app = await build(t, { executor, prefix: '/agent' })
   const res = await app.inject('/agent/openapi.json')
   t.equal(res.statusCode, 200)
@@ -295,7 +295,14 @@ t.test('§12 GET /openapi.json: a valid OpenAPI 3.1 document of every REST route
   t.equal(result.valid, true, 'valid against the OpenAPI 3.1 schema')
   t.match(doc, { openapi: '3.1.0', servers: [{ url: 'http://127.0.0.1:8000/agent/' }] })
   t.same(Object.keys(doc.paths), ['/message:send', '/message:stream', '/tasks/{id}', '/tasks', '/tasks/{id}:cancel', '/tasks/{id}:subscribe',
-    '/tasks/{taskId}/pushNotificationConfigs', '/tasks/{taskId}/pushNotificationConfigs/{id}', '/extendedAgentCard'])
+    '/tasks/{taskId}/pushNotificationConfigs', '/tasks/{taskId}/pushNotificationConfigs/{id}', '/extendedAgentCard',
+    '/v1/message:send', '/v1/message:stream', '/v1/tasks/{id}', '/v1/tasks', '/v1/tasks/{id}:cancel', '/v1/tasks/{id}:subscribe',
+    '/v1/tasks/{taskId}/pushNotificationConfigs', '/v1/tasks/{taskId}/pushNotificationConfigs/{configId}', '/v1/card'])
+  t.match(doc.paths['/v1/message:send'].post, {
+    tags: ['A2A v0.3'],
+    requestBody: { content: { 'application/json': { schema: { required: ['message'] } } } },
+    responses: { default: { content: { 'application/a2a+json': { schema: { $ref: '#/components/schemas/Error03' } } } } }
+  })
   t.match(doc.paths['/message:send'].post, {
     operationId: 'SendMessage',
     requestBody: { required: true, content: { 'application/a2a+json': { schema: { required: ['message'] } } } },
@@ -312,6 +319,35 @@ t.test('§12 GET /openapi.json: a valid OpenAPI 3.1 document of every REST route
     const answer = await app.inject({ method: op.method.toUpperCase() as 'GET', url, ...(op.params === 'body' ? { payload: {} } : {}) })
     t.match(answer.headers['content-type'], /^application\/a2a\+json/, `${op.method} ${op.path} is routed`)
   }
+  // Each on a missing task (but the list, which has none to miss): the v0.3 error object.
+  for (const op of REST03_OPERATIONS.filter(o => o.path !== '/v1/card' && o.path !== '/v1/tasks')) {
+    const url = '/agent' + op.path.replace('{taskId}', 'missing').replace('{id}', 'missing').replace('{configId}', 'missing')
+    const answer = await app.inject({ method: op.method.toUpperCase() as 'GET', url, ...(op.body !== undefined ? { payload: {} } : {}) })
+    t.match(answer.headers['content-type'], /^application\/a2a\+json/, `${op.method} ${op.path} is routed`)
+    t.type(answer.json().code, 'number', `${op.method} ${op.path}: the v0.3 error object`)
+  }
+})
+
+t.test('§12 the /v1 answers are what the OpenAPI document says they are (their TypeBox schemas)', async t => {
+  const { Value } = await import('@sinclair/typebox/value')
+  const { REST03_OPERATIONS } = await import('../../services/rest/openapi.js')
+  const { Error03Schema } = await import('../../schemas/v03-rest.js')
+  const hook = await receiver(t)
+  const { app, url } = await listen(t, { executor, config: { push_notifications: { config: { allowed_networks: ['127.0.0.0/8'] } } } })
+  const schema = (path: string, method: string) => REST03_OPERATIONS.find(o => o.path === path && o.method === method)?.result as any
+  const check = (what: string, s: any, body: unknown) => t.ok(Value.Check(s, body), `${what}: ${JSON.stringify([...Value.Errors(s, body)].slice(0, 2).map(e => `${e.path} ${e.message}`))}`)
+  const sent = await rest(app, 'POST', '/v1/message:send', { message: { messageId: 'o1', role: 'ROLE_USER', content: [{ text: 'x' }], metadata: { a: 1 } } })
+  check('send', schema('/v1/message:send', 'post'), sent.body)
+  const id = sent.body.task.id
+  check('get', schema('/v1/tasks/{id}', 'get'), (await rest(app, 'GET', `/v1/tasks/${id}`)).body)
+  check('list', schema('/v1/tasks', 'get'), (await rest(app, 'GET', '/v1/tasks')).body)
+  const config = await rest(app, 'POST', `/v1/tasks/${id}/pushNotificationConfigs`, { pushNotificationConfig: { id: 'c', url: `${hook.url}/c`, authentication: { schemes: ['Bearer'] } } })
+  check('create', schema('/v1/tasks/{taskId}/pushNotificationConfigs', 'post'), config.body)
+  check('get config', schema('/v1/tasks/{taskId}/pushNotificationConfigs/{configId}', 'get'), (await rest(app, 'GET', `/v1/tasks/${id}/pushNotificationConfigs/c`)).body)
+  check('list configs', schema('/v1/tasks/{taskId}/pushNotificationConfigs', 'get'), (await rest(app, 'GET', `/v1/tasks/${id}/pushNotificationConfigs`)).body)
+  const streamed = await fetch(`${url}/v1/message:stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: { messageId: 'o2', role: 'ROLE_USER', content: [{ text: 's' }] } }) })
+  for (const block of (await streamed.text()).split('\n\n').filter(Boolean)) check('stream event', schema('/v1/message:stream', 'post'), JSON.parse(block.slice(6)))
+  check('an error', Error03Schema, (await rest(app, 'POST', `/v1/tasks/${id}:cancel`)).body)
 })
 
 t.test('§12 with security on, GET /openapi.json needs credentials and lists the security schemes in OpenAPI form', async t => {
