@@ -91,8 +91,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   const authenticate = fastify.a2aAuthenticate
   fastify.addHook('onRequest', function (request, reply, done) {
     // A route that answers anonymous callers too (`GET /v1/card`) checks credentials only when some are given.
-    if (request.routeOptions.config.a2aCredentialsOptional === true && request.headers.authorization === undefined &&
-      request.headers['x-api-key'] === undefined) {
+    // (Fastify builds `routeOptions` afresh on each read: the cheap tests go first, and POST / never reads it.)
+    if (request.method === 'GET' && request.headers.authorization === undefined && request.headers['x-api-key'] === undefined &&
+      request.routeOptions.config.a2aCredentialsOptional === true) {
       request.a2aPrincipal = ANONYMOUS
       done()
       return

@@ -149,6 +149,9 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   const registry = fastify.a2aMethods
   const streams = fastify.a2aStreams
   const audit = fastify.a2aAudit
+  // A `/v1` route is known by its path: Fastify builds `request.routeOptions` afresh on each read.
+  const v03Paths = `${fastify.prefix}/v1/`
+  const isV03 = (request: FastifyRequest): boolean => request.url.startsWith(v03Paths)
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {
     return answerError(request, reply, routeError(err, request))
@@ -156,7 +159,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
 
   /** An error in the route's form: `google.rpc.Status` (v1.0), the JSON-RPC error object (`/v1`, v0.3). */
   function answerError (request: FastifyRequest, reply: FastifyReply, error: JsonRpcError): FastifyReply {
-    const v03 = request.routeOptions.config.a2aRest03 === true
+    const v03 = isV03(request)
     const status = restStatus(error)
     if (error.headers !== undefined) reply.headers(error.headers)
     observe(reply, error.code)
@@ -179,8 +182,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     // CONTRACT.md §11.1: an A2A-Version this server does not speak is refused (HTTP 400 FAILED_PRECONDITION). The
     // `/v1` routes serve v0.3: a v1.0 client is sent to the root.
     const refusal = versionRefusal(request.headers['a2a-version'], request.query)
-    if (refusal === undefined && request.routeOptions.config.a2aRest03 === true &&
-      majorMinor(request.headers['a2a-version']) === '1.0') {
+    if (refusal === undefined && majorMinor(request.headers['a2a-version']) === '1.0' && isV03(request)) {
       done(new JsonRpcError(RpcCode.versionNotSupported, 'Version not supported',
         'the /v1 routes serve A2A 0.3; the A2A 1.0 routes are at the root (POST /message:send, ...)'))
       return
@@ -309,18 +311,17 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   // A2A v0.3, under `/v1/`: the v0.3 methods with the v0.3 proto's ProtoJSON bodies. Push configs made here are
   // stored as v0.3 ones (their deliveries are the v0.3 Task, CONTRACT.md §11.6).
 
-  const v03 = { config: { a2aRest03: true } }
   const rest03 = { wire: 'rest03' } as const
   const pushConfig03 = (result: unknown): unknown => encodePushConfig03(result as TaskPushNotificationConfig)
 
-  fastify.post('/v1/message::send', v03, function (request, reply) {
+  fastify.post('/v1/message::send', function (request, reply) {
     // SendMessageResponse: the `task` of its oneof.
     return call(request, reply, 'message/send', decodeSendRequest03(bodyOf(request)), { wire: 'rest03', encode: task => ({ task }) })
   })
-  fastify.post('/v1/message::stream', v03, function (request, reply) {
+  fastify.post('/v1/message::stream', function (request, reply) {
     return stream(request, reply, 'message/stream', decodeSendRequest03(bodyOf(request)), 'rest03')
   })
-  fastify.get('/v1/tasks', v03, function (request, reply) {
+  fastify.get('/v1/tasks', function (request, reply) {
     const params = queryParams(request)
     if (typeof params.state === 'string') params.state = decodeState03(params.state)
     return call(request, reply, 'tasks/list', params, rest03)
@@ -328,7 +329,6 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   fastify.route({
     method: ['GET', 'POST'],
     url: '/v1/tasks/:task',
-    ...v03,
     handler (request, reply) {
       const { id, verb } = splitVerb(taskOf(request))
       if (verb === 'subscribe') return stream(request, reply, 'tasks/resubscribe', { id }, 'rest03')
@@ -340,25 +340,25 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       throw unknownVerb(request, verb, '/v1')
     }
   })
-  fastify.post('/v1/tasks/:task/pushNotificationConfigs', v03, function (request, reply) {
+  fastify.post('/v1/tasks/:task/pushNotificationConfigs', function (request, reply) {
     const params = decodeCreatePushConfig03(bodyOf(request), taskOf(request))
     return call(request, reply, 'tasks/pushNotificationConfig/set', params, { status: 201, encode: pushConfig03 })
   })
-  fastify.get('/v1/tasks/:task/pushNotificationConfigs', v03, function (request, reply) {
+  fastify.get('/v1/tasks/:task/pushNotificationConfigs', function (request, reply) {
     return call(request, reply, 'tasks/pushNotificationConfig/list', { id: taskOf(request) }, {
       encode: result => ({ configs: (result as TaskPushNotificationConfig[]).map(encodePushConfig03), nextPageToken: '' })
     })
   })
-  fastify.get('/v1/tasks/:task/pushNotificationConfigs/:config', v03, function (request, reply) {
+  fastify.get('/v1/tasks/:task/pushNotificationConfigs/:config', function (request, reply) {
     const { taskId, id } = configParams(request)
     return call(request, reply, 'tasks/pushNotificationConfig/get', { id: taskId, pushNotificationConfigId: id }, { encode: pushConfig03 })
   })
-  fastify.delete('/v1/tasks/:task/pushNotificationConfigs/:config', v03, function (request, reply) {
+  fastify.delete('/v1/tasks/:task/pushNotificationConfigs/:config', function (request, reply) {
     const { taskId, id } = configParams(request)
     return call(request, reply, 'tasks/pushNotificationConfig/delete', { id: taskId, pushNotificationConfigId: id }, { status: 204 })
   })
   // The public card without credentials (as the well-known URL answers); with them, the caller's extended card.
-  fastify.get('/v1/card', { config: { a2aRest03: true, a2aCredentialsOptional: true } }, function (request, reply) {
+  fastify.get('/v1/card', { config: { a2aCredentialsOptional: true } }, function (request, reply) {
     const principal = request.a2aPrincipal as Principal
     if (principal.scheme === 'anonymous') {
       request.a2aRest = 'GET /v1/card'
@@ -391,8 +391,6 @@ declare module 'fastify' {
     a2aRest: string | null
   }
   interface FastifyContextConfig {
-    /** A `/v1` route: A2A v0.3, its errors the JSON-RPC error object (CONTRACT.md §12). */
-    a2aRest03?: boolean
     /** A route that answers callers without credentials too (`GET /v1/card`); credentials given are checked. */
     a2aCredentialsOptional?: boolean
   }
