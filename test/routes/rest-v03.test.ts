@@ -292,3 +292,40 @@ t.test('§12 protocol.tenant: the v1.0 routes under /<tenant>/ too, the tenant o
   await t.rejects(build(t, { config: { protocol: { tenant: 'v1' } } }), /tenant/, 'v1 is the v0.3 routes\' prefix')
   await t.rejects(build(t, { config: { protocol: { tenant: 'a/b' } } }), /tenant/)
 })
+
+t.test('§12 /v1 refusals: 429 with Retry-After by the request bucket and the stream cap, 413 over the size limit', async t => {
+  const key = 'key-limits-0123456789'
+  const { app, url } = await listen(t, {
+    executor,
+    config: {
+      server: { max_request_size: 4096 },
+      security: {
+        enabled: true,
+        auth: { api_key: { keys: [{ key, scopes: [], id: 'l' }] } },
+        rate_limit: { enabled: true, requests_per_minute: 60, burst: 4, max_streams_per_principal: 1 }
+      }
+    }
+  })
+  const headers = { 'x-api-key': key, 'content-type': 'application/json' }
+  const waiting = await (await fetch(`${url}/v1/message:send`, { method: 'POST', headers, body: JSON.stringify({ message: message('wait'), configuration: {} }) })).json() as any
+  const open = fetch(`${url}/v1/tasks/${waiting.task.id}:subscribe`, { headers: { 'x-api-key': key } })
+  await until(() => app.a2aStreams.size === 1)
+  const second = await fetch(`${url}/v1/tasks/${waiting.task.id}:subscribe`, { method: 'POST', headers: { 'x-api-key': key } })
+  t.equal(second.status, 429, 'the per-principal stream cap, before any event')
+  t.match(await second.json(), { code: -32012, data: 'too many open streams for this principal' })
+  const big = await fetch(`${url}/v1/message:send`, { method: 'POST', headers, body: JSON.stringify({ message: message('x'.repeat(5000)) }) })
+  t.equal(big.status, 413)
+  t.match(await big.json(), { code: -32600 })
+  let limited: Response | undefined
+  for (let i = 0; i < 10 && limited === undefined; i++) {
+    const res = await fetch(`${url}/v1/tasks/${waiting.task.id}`, { headers: { 'x-api-key': key } })
+    if (res.status === 429) limited = res
+    else await res.arrayBuffer()
+  }
+  t.ok(limited, 'the bucket runs out')
+  t.match(await (limited as Response).json(), { code: -32012 })
+  t.match((limited as Response).headers.get('retry-after'), /^\d+$/)
+  // The key's owner ends its task (the bucket is empty for HTTP now), which ends the open stream.
+  await app.a2aTasks.cancel(waiting.task.id, { id: 'l', scheme: 'api_key', scopes: new Set(), all: false })
+  t.match(await (await open).text(), /TASK_STATE_CANCELLED/)
+})

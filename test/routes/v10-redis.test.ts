@@ -53,3 +53,39 @@ t.test('§11.2 on Redis: a v1.0 stream on one instance follows a task a v0.3 cli
   t.equal(all.result.totalSize, 2)
   t.not(all.result.nextPageToken, '')
 })
+
+t.test('§12 on Redis: a REST v0.3 stream on one instance follows a task REST v1.0 drives on another; a /v1 webhook is v0.3', async t => {
+  const redis = await privateRedis(t)
+  const hook = await receiver(t)
+  const shared: A2AConfigInput = {
+    services: { cache: { type: 'cache', url: redis.url } },
+    tasks: { backend: 'kvcache' },
+    push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
+    server: { shutdown_timeout: 0.5 }
+  }
+  const a = await listen(t, { executor: waitOrEcho, config: shared })
+  const b = await listen(t, { executor: waitOrEcho, config: shared })
+  const json = { 'content-type': 'application/json' }
+
+  const started = await (await fetch(`${a.url}/message:send`, {
+    method: 'POST', headers: json, body: JSON.stringify({ message: { messageId: 'rr1', role: 'ROLE_USER', parts: [{ text: 'wait' }] }, configuration: { returnImmediately: true } })
+  })).json() as any
+  const id = started.task.id as string
+  await until(async () => (await (await fetch(`${b.url}/v1/tasks/${id}`)).json() as any).status.state === 'TASK_STATE_WORKING')
+  const created = await fetch(`${b.url}/v1/tasks/${id}/pushNotificationConfigs`, {
+    method: 'POST', headers: json, body: JSON.stringify({ pushNotificationConfig: { id: 'v03', url: `${hook.url}/v03`, token: 'tk' } })
+  })
+  t.equal(created.status, 201)
+  const stream = fetch(`${b.url}/v1/tasks/${id}:subscribe`, { method: 'POST' }).then(async res => res.text())
+  await until(() => b.app.a2aStreams.size === 1)
+  const canceled = await (await fetch(`${a.url}/tasks/${id}:cancel`, { method: 'POST' })).json() as any
+  t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
+  const events = (await stream).split('\n\n').filter(Boolean).map(block => JSON.parse(block.slice(6)))
+  t.match(events[0], { task: { id, status: { state: 'TASK_STATE_WORKING' } } })
+  t.match(events[events.length - 1], { statusUpdate: { taskId: id, status: { state: 'TASK_STATE_CANCELLED' }, final: true } })
+  await until(() => hook.received.some(r => r.body?.status?.state === 'canceled'))
+  t.match(hook.received[0].headers['content-type'], /^application\/json/, 'a config made on /v1 delivers v0.3 bodies, from either instance')
+  t.equal(hook.received[0].headers['x-a2a-notification-token'], 'tk')
+  const listed = await (await fetch(`${a.url}/v1/tasks/${id}/pushNotificationConfigs`)).json() as any
+  t.same(listed.configs.map((c: any) => c.name), [`tasks/${id}/pushNotificationConfigs/v03`], 'the config, read on the other instance')
+})
