@@ -24,7 +24,7 @@ export interface JsonRpcRoutesOptions {
   /** `protocol.rest`: the HTTP+JSON binding's routes, in this context (its authentication and limits). */
   rest?: boolean
   /** The plugin prefix, for the card `GET /v1/card` answers with. */
-  cardPrefix?: string
+  cardPrefix: string
 }
 
 /** A request's outcome, waiting in the outbox. */
@@ -121,7 +121,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       bodyLimit: opts.bodyLimit,
       secured,
       tenant: config.protocol.tenant,
-      card: cardResponder(config, opts.cardPrefix ?? '/', cardBindingsOf(config))
+      card: cardResponder(config, opts.cardPrefix, cardBindingsOf(config))
     })
   }
 

@@ -247,6 +247,8 @@ t.test('§12 GET /v1/card: the public card without credentials; the caller\'s ex
   t.equal(extended.status, 200)
   t.ok(extended.body.skills.some((s: any) => s.name === 'list_directory'), 'the tools the caller may use')
   t.match(extended.body, { url: String, protocolVersion: '0.3.0', supportsAuthenticatedExtendedCard: true })
+  const bearer = await rest(app, 'GET', '/v1/card', undefined, { authorization: `Bearer ${key}` })
+  t.equal(bearer.body.skills.length, extended.body.skills.length, 'the key as a bearer token too')
   const wrong = await rest(app, 'GET', '/v1/card', undefined, { 'x-api-key': 'nope-nope-nope' })
   t.equal(wrong.status, 401, 'credentials given are checked')
   t.match(wrong.body, { code: -32010 })
