@@ -51,6 +51,26 @@ export function checks (r) {
     const v = ratio(t.ours.push.deliveries, r.got.deliveries)
     add('push deliveries/s vs bare got', `${v}×`, '≥ 0.9×', v >= 0.9)
   }
+  // The scale-out mode (tasks and push configs in Redis) against the peer and our memory mode.
+  if (rps('ours-redis', 'send') !== undefined && rps('peer', 'send') !== undefined) {
+    const v = ratio(rps('ours-redis', 'send'), rps('peer', 'send'))
+    add('message/send on Redis vs the peer', `${v}×`, '≥ 3×', v >= 3)
+    add('message/send p99 on Redis vs the peer', `${t['ours-redis'].send.p99} ms vs ${t.peer.send.p99} ms`, '≤', t['ours-redis'].send.p99 <= t.peer.send.p99)
+  }
+  if (rps('ours-redis', 'send') !== undefined && rps('ours', 'send') !== undefined) {
+    const v = ratio(rps('ours-redis', 'send'), rps('ours', 'send'))
+    add('message/send on Redis vs in memory', `${v}×`, '≥ 0.45×', v >= 0.45)
+  }
+  if (rps('ours-redis', 'stream') !== undefined && rps('peer', 'stream') !== undefined) {
+    const v = ratio(rps('ours-redis', 'stream'), rps('peer', 'stream'))
+    add('message/stream on Redis vs the peer', `${v}×`, '≥ 2×', v >= 2)
+  }
+  const redis = t['ours-redis']?.redis
+  if (redis !== undefined) {
+    add('Redis commands per message/send', String(redis.commandsPerSend), '≤ 6', redis.commandsPerSend <= 6)
+    const evals = redis.perSend.eval ?? 0
+    add('EVAL per message/send (scripts sent in full)', String(evals), '0', evals === 0)
+  }
   if (t.ours?.rssAfter !== undefined) add('RSS after the runs', `${t.ours.rssAfter} MB`, '≤ 150 MB', t.ours.rssAfter <= 150)
   if (r.memory !== undefined) {
     add(`RSS after ${r.memory.tasks.toLocaleString('en')} more tasks`, `${r.memory.rss} MB`, '≤ 200 MB', r.memory.rss <= 200)
@@ -106,6 +126,17 @@ export function markdown (r) {
     const ours = r.targets.ours?.send?.rps
     lines.push('The floor (`bench/floor.js`: the least an A2A `message/send` can do on Fastify, no target of its own) ' +
       `reached ${ratio(floor, bare)}× bare Fastify${ours === undefined ? '' : `; fastify-a2a reached ${ratio(ours, floor)}× the floor`}.`, '')
+  }
+  const redis = r.targets['ours-redis']?.redis
+  if (redis !== undefined) {
+    const rate = r.targets['ours-redis'].send?.rps
+    lines.push('### Redis (kvcache): what message/send costs Redis', '',
+      `Over ${redis.sends.toLocaleString('en')} message/send requests (${redis.errors} errors): **${redis.commandsPerSend} commands per request**` +
+      (rate === undefined ? '' : `, about ${Math.round(redis.commandsPerSend * rate).toLocaleString('en')} commands/s at the ${rate} req/s above`) +
+      (redis.redisCpuMsPer1000 === null ? '' : `; Redis CPU **${redis.redisCpuMsPer1000} ms per 1,000 sends**`) + '.', '',
+      '| command | per message/send |', '| --- | ---: |')
+    for (const [name, n] of Object.entries(redis.perSend)) lines.push(`| ${name} | ${n} |`)
+    lines.push('')
   }
   lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
   for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)

@@ -2,11 +2,13 @@
 // run on this machine, one server at a time, each in its own process on 127.0.0.1. Loads: message/send (autocannon),
 // message/stream (undici, every stream read to the end), their A2A v1.0 twins SendMessage and SendStreamingMessage
 // (our server), push end to end (against a local receiver, next to a bare
-// got client). Writes the tables into BENCHMARKS.md (see bench/report.js). Everything stops by itself.
+// got client), and message/send and message/stream with tasks and push configs in Redis (a throwaway redis-server:
+// its command counts per request and its CPU). Writes the tables into BENCHMARKS.md (see bench/report.js).
+// Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,peer,ours,ours-key), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --out FILE,
-// --json FILE.
+// (bare,floor,peer,ours,ours-key,ours-redis), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -14,6 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { freePort, rssMb, start, watch } from './proc.js'
 import { gotLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
+import { commandStats, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
 
 const { values } = parseArgs({
@@ -25,7 +28,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key' },
+    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis' },
+    redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
     json: { type: 'string' }
@@ -38,7 +42,9 @@ const settings = {
   warmup: Number(values.warmup ?? (quick ? 0.5 : 3)),
   connections: Number(values.connections),
   tasks: Number(values.tasks ?? (quick ? 2_000 : 100_000)),
-  idle: Number(values.idle ?? (quick ? 1 : 30))
+  idle: Number(values.idle ?? (quick ? 1 : 30)),
+  /** message/send requests over which Redis commands and Redis CPU are counted. */
+  redisSends: quick ? 200 : 5_000
 }
 const out = values.out ?? (quick ? undefined : fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url)))
 const here = path => fileURLToPath(new URL(path, import.meta.url))
@@ -48,9 +54,13 @@ const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured) => {
-  const file = join(dir, secured ? 'secured.yml' : 'open.yml')
+const ourConfig = (secured, redisUrl) => {
+  const file = join(dir, redisUrl !== undefined ? 'redis.yml' : secured ? 'secured.yml' : 'open.yml')
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
+  // Tasks, push configs and deliveries in Redis: the scale-out mode (CONTRACT.md §10).
+  if (redisUrl !== undefined) {
+    lines.push('  backend: kvcache', 'tasks:', '  backend: kvcache', 'services:', '  cache:', '    type: cache', `    url: ${redisUrl}`)
+  }
   // One principal sends all the load: the limits are raised so that they run on every request without refusing any.
   if (secured) {
     lines.push('security:', '  enabled: true', '  auth_type: api_key', '  auth:', '    api_key:', '      keys:',
@@ -62,7 +72,7 @@ const ourConfig = (secured) => {
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
-const ours = secured => port => [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured), '--host', '127.0.0.1', '--port', String(port)]
+const ours = secured => (port, redisUrl) => [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
@@ -72,7 +82,9 @@ const TARGETS = {
   // And the HTTP+JSON routes (POST /message:send, /message:stream), compared with JSON-RPC v1.0.
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
   ours: { label: 'fastify-a2a, security off', args: ours(false), loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-v1', 'stream-rest'], 'push'], memory: true },
-  'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } }
+  'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
+  // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
+  'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true }
 }
 
 /** Ready when message/send answers a completed task: the check that every server does the same work. */
@@ -113,7 +125,14 @@ const settle = () => new Promise(resolve => setTimeout(resolve, Math.min(1000, s
 async function runTarget (id, hook) {
   const target = TARGETS[id]
   const port = await freePort()
-  const server = await start(target.args(port), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+  const redis = target.redis !== true ? undefined : values.redis !== undefined ? { url: values.redis, stop: async () => {} } : await startRedis()
+  let server
+  try {
+    server = await start(target.args(port, redis?.url), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+  } catch (err) {
+    await redis?.stop()
+    throw err
+  }
   const pid = server.child.pid
   const opts = { headers: target.headers ?? {}, connections: settings.connections }
   const row = { label: target.label, rssStart: Math.round(rssMb(pid)) }
@@ -133,6 +152,10 @@ async function runTarget (id, hook) {
       const measured = await measureTogether(pid, group.map(load => loads[load]))
       group.forEach((load, i) => { row[load] = measured[i] })
     }
+    if (redis !== undefined) {
+      log(`${id} Redis commands over ${settings.redisSends} sends`)
+      row.redis = await redisCost(server.url, redis, opts)
+    }
     await settle()
     row.rssAfter = Math.round(rssMb(pid))
     // The same server left idle: what it keeps once the garbage collector has given back what it grew under load.
@@ -150,6 +173,32 @@ async function runTarget (id, hook) {
     return { row, memory }
   } finally {
     await server.stop()
+    await redis?.stop()
+  }
+}
+
+/**
+ * What message/send costs Redis: the commands per request (from INFO commandstats, everything the server sent while
+ * the sends ran, its timers included) and, for a throwaway redis-server, its CPU per 1,000 sends.
+ */
+async function redisCost (url, redis, opts) {
+  const sends = settings.redisSends
+  const before = await commandStats(redis.url)
+  const w = redis.pid === undefined ? null : watch(redis.pid)
+  const t0 = Date.now()
+  const sent = await sendLoad(url, { ...opts, amount: sends })
+  const seconds = (Date.now() - t0) / 1000
+  const cpu = w?.stop()
+  const delta = statsDelta(before, await commandStats(redis.url))
+  const total = Object.values(delta).reduce((a, b) => a + b, 0)
+  const perSend = Object.fromEntries(Object.entries(delta).sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, Math.round(n / sends * 100) / 100]))
+  return {
+    sends,
+    errors: sent.errors,
+    commandsPerSend: Math.round(total / sends * 100) / 100,
+    perSend,
+    // CPU % of one core over the window → CPU ms per 1,000 sends.
+    redisCpuMsPer1000: cpu === null ? null : Math.round(cpu.cpu / 100 * seconds * 1e6 / sends * 10) / 10
   }
 }
 

@@ -24,7 +24,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-redis'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
   for (const id of ['bare', 'floor']) {
@@ -41,6 +41,15 @@ t.test('the quickest bench run writes a results file and a report with every fig
     t.match(results.targets.ours[load], figures, `ours ${load}`)
     t.equal(results.targets.ours[load].errors, 0, `ours ${load} errors`)
   }
+  // The Redis target: its loads, and what its sends cost a throwaway redis-server.
+  for (const load of ['send', 'stream']) {
+    t.match(results.targets['ours-redis'][load], figures, `ours-redis ${load}`)
+    t.equal(results.targets['ours-redis'][load].errors, 0, `ours-redis ${load} errors`)
+  }
+  const redis = results.targets['ours-redis'].redis
+  t.match(redis, { sends: 200, errors: 0, commandsPerSend: Number, redisCpuMsPer1000: Number })
+  t.ok(redis.commandsPerSend > 0, 'the sends reached Redis')
+  t.ok(Object.keys(redis.perSend).length > 0, 'command by command')
   t.match(results.got, { deliveries: Number, errors: 0 })
   t.match(results.memory, { tasks: 50, rss: Number, errors: 0 })
 
@@ -48,12 +57,12 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### push end to end', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### push end to end', '### Redis (kvcache)', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
-  // Thirteen targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 13)
+  // Nineteen targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 19)
 })
 
 t.test('--node-options reaches our server and no other', async t => {

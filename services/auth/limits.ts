@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import { storageCall } from '../errors.js'
+import { redisScript, type RedisScript } from '../redis-script.js'
 
 /** The answer of a limiter: allowed or not, and when to come back. */
 export interface LimitResult {
@@ -106,20 +107,20 @@ return { allowed, tostring(tokens) }
 `
 
 export class RedisTokenBuckets implements TokenBuckets {
-  readonly #client: Redis
+  readonly #take: RedisScript
   readonly #prefix: string
   readonly #rate: number
   readonly #burst: number
 
   constructor (client: Redis, opts: BucketOptions & { keyPrefix: string }) {
-    this.#client = client
+    this.#take = redisScript(client, 'a2aBucketTake', TAKE_SCRIPT, 1)
     this.#prefix = opts.keyPrefix
     this.#rate = opts.perMinute / MINUTE_MS
     this.#burst = opts.burst
   }
 
   async take (key: string): Promise<LimitResult> {
-    const [allowed, tokens] = await storageCall(this.#client.eval(TAKE_SCRIPT, 1, this.#prefix + key, this.#burst, this.#rate)) as [number, string]
+    const [allowed, tokens] = await storageCall(this.#take(this.#prefix + key, this.#burst, this.#rate)) as [number, string]
     const bucket = { tokens: Number(tokens) }
     if (allowed === 1) return { allowed: true, remaining: Math.floor(bucket.tokens), retryAfterMs: 0 }
     return { allowed: false, remaining: 0, retryAfterMs: Math.ceil((1 - bucket.tokens) / this.#rate) }
@@ -186,11 +187,15 @@ return 1
 
 export class RedisFailureWindows implements FailureWindows {
   readonly #client: Redis
+  readonly #reserve: RedisScript
+  readonly #forgive: RedisScript
   readonly #prefix: string
   readonly #limit: number
 
   constructor (client: Redis, opts: { perMinute: number, keyPrefix: string }) {
     this.#client = client
+    this.#reserve = redisScript(client, 'a2aFailureReserve', RESERVE_SCRIPT, 1)
+    this.#forgive = redisScript(client, 'a2aFailureForgive', FORGIVE_SCRIPT, 1)
     this.#prefix = opts.keyPrefix
     this.#limit = opts.perMinute
   }
@@ -206,11 +211,11 @@ export class RedisFailureWindows implements FailureWindows {
   }
 
   async reserve (ip: string): Promise<number> {
-    const [count, ttl] = await storageCall(this.#client.eval(RESERVE_SCRIPT, 1, this.#prefix + ip, MINUTE_MS)) as [number, number]
+    const [count, ttl] = await storageCall(this.#reserve(this.#prefix + ip, MINUTE_MS)) as [number, number]
     return count > this.#limit ? Math.max(1, ttl) : 0
   }
 
   async forgive (ip: string): Promise<void> {
-    await storageCall(this.#client.eval(FORGIVE_SCRIPT, 1, this.#prefix + ip))
+    await storageCall(this.#forgive(this.#prefix + ip))
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { storageCall } from '../errors.js'
+import { redisScript, type RedisScript } from '../redis-script.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -85,6 +86,9 @@ return #KEYS
  */
 export class RedisStreamSlots implements StreamSlots {
   readonly #client: Redis
+  readonly #take: RedisScript
+  /** Keys vary in number: the count goes first. */
+  readonly #renewScript: RedisScript
   readonly #opts: Required<RedisStreamSlotsOptions>
   readonly #instance = randomUUID()
   /** member → owner key, for every slot this instance holds. */
@@ -95,6 +99,8 @@ export class RedisStreamSlots implements StreamSlots {
   /** `client` is borrowed: never closed here. */
   constructor (client: Redis, opts: RedisStreamSlotsOptions) {
     this.#client = client
+    this.#take = redisScript(client, 'a2aStreamSlotTake', TAKE_LUA, 1)
+    this.#renewScript = redisScript(client, 'a2aStreamSlotRenew', RENEW_LUA)
     this.#opts = { ttlMs: DEFAULT_TTL_MS, ...opts }
     this.#timer = setInterval(() => this.#renew(), Math.max(50, Math.floor(this.#opts.ttlMs / 3))).unref()
   }
@@ -107,7 +113,7 @@ export class RedisStreamSlots implements StreamSlots {
   async take (owner: string): Promise<Release | null> {
     const key = this.#opts.keyPrefix + owner
     const member = `${this.#instance}:${++this.#seq}`
-    const taken = await storageCall(this.#client.eval(TAKE_LUA, 1, key, this.#opts.max, this.#opts.ttlMs, member))
+    const taken = await storageCall(this.#take(key, this.#opts.max, this.#opts.ttlMs, member))
     if (taken !== 1) return null
     this.#held.set(member, key)
     return async () => {
@@ -130,7 +136,7 @@ export class RedisStreamSlots implements StreamSlots {
     if (this.#held.size === 0) return
     const members = [...this.#held.keys()]
     const keys = members.map(m => this.#held.get(m) as string)
-    this.#client.eval(RENEW_LUA, keys.length, ...keys, this.#opts.ttlMs, ...members).catch((err: Error) => {
+    this.#renewScript(keys.length, ...keys, this.#opts.ttlMs, ...members).catch((err: Error) => {
       this.#opts.log.warn({ err, held: members.length }, 'stream slots not renewed')
     })
   }

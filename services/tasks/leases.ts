@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { storageCall } from '../errors.js'
+import { redisScript, type RedisScript } from '../redis-script.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -64,6 +65,8 @@ return ids
 /** Leases in one Redis sorted set, scored by expiry. Renewal is one script call for all the tasks held here. */
 export class RedisTaskLeases implements TaskLeases {
   readonly #client: Redis
+  readonly #set: RedisScript
+  readonly #claim: RedisScript
   readonly #key: string
   readonly #ttlMs: number
   readonly #log: Logger
@@ -73,6 +76,8 @@ export class RedisTaskLeases implements TaskLeases {
   /** `client` is borrowed: never closed here. */
   constructor (client: Redis, opts: RedisTaskLeasesOptions) {
     this.#client = client
+    this.#set = redisScript(client, 'a2aLeaseSet', SET_LUA, 1)
+    this.#claim = redisScript(client, 'a2aLeaseClaim', CLAIM_LUA, 1)
     this.#key = `${opts.keyPrefix}leases`
     this.#ttlMs = Math.round(opts.ttlMs)
     this.#log = opts.log
@@ -86,7 +91,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async acquire (taskId: string): Promise<void> {
     this.#held.add(taskId)
-    await storageCall(this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'take', taskId))
+    await storageCall(this.#set(this.#key, this.#ttlMs, 'take', taskId))
   }
 
   hold (taskId: string): void {
@@ -103,7 +108,7 @@ export class RedisTaskLeases implements TaskLeases {
   }
 
   async claimExpired (): Promise<string[]> {
-    return await storageCall(this.#client.eval(CLAIM_LUA, 1, this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
+    return await storageCall(this.#claim(this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
   }
 
   async close (): Promise<void> {
@@ -114,7 +119,7 @@ export class RedisTaskLeases implements TaskLeases {
   #renew (): void {
     if (this.#held.size === 0) return
     // Renew only: a lease another instance has claimed (this one was stalled past its TTL) is not taken back.
-    this.#client.eval(SET_LUA, 1, this.#key, this.#ttlMs, 'renew', ...this.#held).catch((err: Error) => {
+    this.#set(this.#key, this.#ttlMs, 'renew', ...this.#held).catch((err: Error) => {
       this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
     })
   }

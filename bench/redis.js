@@ -1,0 +1,73 @@
+// A throwaway redis-server for the bench's Redis (kvcache) target: its own process on a free port of 127.0.0.1, no
+// persistence, so that its command counts and CPU time are the server's alone. Stopped at the end of the target.
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { Redis } from 'ioredis'
+import { freePort } from './proc.js'
+
+const MISSING = 'the Redis target needs redis-server on the PATH (Debian: apt-get install -y redis-server), ' +
+  'or --redis URL of a Redis to use (its command counts then include whatever else uses it)'
+
+/** Starts redis-server; resolves `{ url, pid, stop }` once it answers PING. */
+export async function startRedis () {
+  const port = await freePort()
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const failed = once(child, 'error').then(() => { throw new Error(MISSING) })
+  failed.catch(() => {})
+  const url = `redis://127.0.0.1:${port}`
+  for (let i = 0; i < 200; i++) {
+    await Promise.race([failed, new Promise(resolve => setTimeout(resolve, 50))])
+    if (await ping(url)) {
+      return {
+        url,
+        pid: child.pid,
+        async stop () {
+          if (child.exitCode !== null) return
+          child.kill('SIGKILL')
+          await once(child, 'exit')
+        }
+      }
+    }
+  }
+  child.kill('SIGKILL')
+  throw new Error(`redis-server on port ${port} did not answer within 10 s`)
+}
+
+async function ping (url) {
+  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+  probe.on('error', () => {})
+  try {
+    await probe.connect()
+    return (await probe.ping()) === 'PONG'
+  } catch {
+    return false
+  } finally {
+    probe.disconnect()
+  }
+}
+
+/** Calls per command so far (`INFO commandstats`), e.g. `{ evalsha: 120, hget: 300 }`. */
+export async function commandStats (url) {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, enableReadyCheck: false })
+  try {
+    const text = await client.info('commandstats')
+    const out = {}
+    for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]] = Number(m[2])
+    return out
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** What the bench's own reading connection sends: not the server's work. */
+const OWN = /^(info|client\|.*|hello)$/
+
+/** The calls per command between two `commandStats`, less the bench's own (INFO and connection set-up). */
+export function statsDelta (before, after) {
+  const out = {}
+  for (const [name, calls] of Object.entries(after)) {
+    const n = calls - (before[name] ?? 0)
+    if (n > 0 && !OWN.test(name)) out[name] = n
+  }
+  return out
+}
