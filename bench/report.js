@@ -135,8 +135,9 @@ export function markdown (r) {
       (rate === undefined ? '' : `, about ${Math.round(redis.commandsPerSend * rate).toLocaleString('en')} commands/s at the ${rate} req/s above`) +
       (redis.redisCpuMsPer1000 === null ? '' : `; Redis CPU **${redis.redisCpuMsPer1000} ms per 1,000 sends**`) + '.', '',
       '| command | per message/send |', '| --- | ---: |')
-    for (const [name, n] of Object.entries(redis.perSend)) lines.push(`| ${name} | ${n} |`)
-    lines.push('')
+    // What rounds to 0 per send (the server's timers: lease renewal, the reaper, the outbox relay) is left out.
+    for (const [name, n] of Object.entries(redis.perSend)) if (n > 0) lines.push(`| ${name} | ${n} |`)
+    lines.push('', 'Commands below 0.01 per send (the timers: lease renewal, the reaper, the outbox relay) are left out.', '')
   }
   lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
   for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)
