@@ -324,3 +324,40 @@ export const waitOrEcho: import('../index.js').AgentExecutor = async function * 
   }
   yield `echo: ${text}`
 }
+
+/** `waitOrEcho`, echoing in two chunks (`echo: ` then the text): streams then carry two artifact updates. */
+export const waitOrEchoInTwo: import('../index.js').AgentExecutor = async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'wait') {
+    yield 'waiting'
+    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  yield 'echo: '
+  yield text
+}
+
+/** A REST call through `inject`: JSON in (when a body is given) and out (when there is one). */
+export async function restCall (app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}):
+Promise<{ status: number, headers: Record<string, unknown>, body: any }> {
+  const res = await app.inject({
+    method,
+    url,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    payload: body === undefined ? undefined : JSON.stringify(body)
+  })
+  return { status: res.statusCode, headers: res.headers, body: res.body === '' ? undefined : res.json() }
+}
+
+/** `waitOrEchoInTwo` as an executor module, for the standalone server (`agent.executor: ./echo.js`). */
+export const WAIT_OR_ECHO_IN_TWO_MODULE = `export default async function * (ctx) {
+  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+  if (text === 'wait') {
+    yield 'waiting'
+    await new Promise(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    return
+  }
+  yield 'echo: '
+  yield text
+}
+`

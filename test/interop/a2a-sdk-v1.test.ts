@@ -9,7 +9,7 @@ import {
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import a2a, { type AgentExecutor } from '../../index.js'
-import { listen, receiver, serve, until } from '../helper.js'
+import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, receiver, serve, until, waitOrEchoInTwo } from '../helper.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x, default options: no legacyCompat) against this server, beside the
 // 0.3.14 client (CONTRACT.md §11). Every v1.0 operation, through the client's own API.
@@ -23,17 +23,8 @@ function textOf (task: Task): string {
   return task.artifacts.flatMap(a => a.parts.map(p => p.content?.$case === 'text' ? p.content.value : '')).join('')
 }
 
-/** An executor that echoes, or waits for cancel on "wait". */
-const executor: AgentExecutor = async function * (ctx) {
-  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
-  if (text === 'wait') {
-    yield 'waiting'
-    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
-    return
-  }
-  yield 'echo: '
-  yield text
-}
+/** An executor that echoes in two chunks, or waits for cancel on "wait". */
+const executor = waitOrEchoInTwo
 
 async function collect (events: AsyncGenerator<StreamResponse>): Promise<StreamResponse[]> {
   const out: StreamResponse[] = []
@@ -147,20 +138,8 @@ const readState = (client: Client) => async (id: string) => {
   return task.status?.state === TaskState.TASK_STATE_WORKING ? 'in_progress' : String(task.status?.state)
 }
 
-const EXECUTOR_MODULE = `export default async function * (ctx) {
-  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
-  if (text === 'wait') {
-    yield 'waiting'
-    await new Promise(resolve => ctx.signal.addEventListener('abort', () => resolve()))
-    return
-  }
-  yield 'echo: '
-  yield text
-}
-`
-
 t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module), over JSON-RPC and HTTP+JSON', async t => {
-  t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': EXECUTOR_MODULE })
+  t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE })
   const served = await serve(t, ['--config', 'agent.yml'])
   const client = await v1Client(served.url)
   await driveEverything(t, client, { state: readState(client) })

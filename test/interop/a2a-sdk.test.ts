@@ -2,7 +2,7 @@ import { A2AClient, ClientFactory, RestTransportFactory, type Client } from '@a2
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import a2a, { type AgentExecutor } from '../../index.js'
-import { listen, receiver, serve, until } from '../helper.js'
+import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, receiver, serve, until, waitOrEchoInTwo } from '../helper.js'
 
 let n = 0
 const message = (text: string, extra: Record<string, unknown> = {}) =>
@@ -58,17 +58,7 @@ t.test('the @a2a-js/sdk client drives message/send, message/stream, tasks/get, t
   t.equal(missing.error.code, -32001)
 })
 
-/** An executor that echoes in two chunks, or waits for cancel on "wait". */
-const echoOrWait: AgentExecutor = async function * (ctx) {
-  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
-  if (text === 'wait') {
-    yield 'waiting'
-    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
-    return
-  }
-  yield 'echo: '
-  yield text
-}
+const echoOrWait = waitOrEchoInTwo
 
 /** The 0.3.14 client over its HTTP+JSON transport, chosen from the card's additionalInterfaces (`/v1/...` routes). */
 async function restClient (base: string): Promise<Client> {
@@ -137,7 +127,7 @@ t.test('@a2a-js/sdk 0.3.14 over HTTP+JSON: the plugin under a prefix in a host a
   await driveRest(t, client, stateOf(client))
   t.equal(await (await fetch(`${base}/v1/mine`)).text(), 'host', 'the host\'s own /v1 route is untouched')
 
-  t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': ECHO_OR_WAIT_MODULE })
+  t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE })
   const served = await serve(t, ['--config', 'agent.yml'])
   const standalone = await restClient(served.url)
   await driveRest(t, standalone, stateOf(standalone))
@@ -165,15 +155,3 @@ t.test('@a2a-js/sdk 0.3.14 over HTTP+JSON with security on: the extended card at
   t.equal(delivery.body.kind, 'task', 'a v0.3 delivery: the Task')
   t.equal(delivery.headers['x-a2a-notification-token'], 't03')
 })
-
-const ECHO_OR_WAIT_MODULE = `export default async function * (ctx) {
-  const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
-  if (text === 'wait') {
-    yield 'waiting'
-    await new Promise(resolve => ctx.signal.addEventListener('abort', () => resolve()))
-    return
-  }
-  yield 'echo: '
-  yield text
-}
-`

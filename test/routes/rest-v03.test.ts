@@ -1,24 +1,14 @@
 import t from 'tap'
-import { build, listen, receiver, rpc, until, waitOrEcho } from '../helper.js'
+import { build, listen, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
 
 // The v0.3 routes of the HTTP+JSON binding (CONTRACT.md §12): `/v1/...` with the v0.3 proto's ProtoJSON bodies, the
 // JSON-RPC error object as the error body, and the tenant form of the v1.0 routes.
-
-type App = Awaited<ReturnType<typeof build>>
 
 function message (text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { messageId: `v-${Math.random().toString(36).slice(2)}`, role: 'ROLE_USER', content: [{ text }], ...extra }
 }
 
-async function rest (app: App, method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await app.inject({
-    method,
-    url,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    payload: body === undefined ? undefined : JSON.stringify(body)
-  })
-  return { status: res.statusCode, headers: res.headers, body: res.body === '' ? undefined : res.json() }
-}
+const rest = restCall
 
 function sseEvents (text: string): any[] {
   return text.split('\n\n').filter(block => block.startsWith('data: ')).map(block => JSON.parse(block.slice(6)))

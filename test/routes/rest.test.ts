@@ -1,23 +1,13 @@
 import t from 'tap'
-import { build, listen, receiver, rpc, until, waitOrEcho } from '../helper.js'
+import { build, listen, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
 
 // The HTTP+JSON binding of A2A v1.0 (CONTRACT.md §12), on the wire: routes, status codes, media types, error bodies.
-
-type App = Awaited<ReturnType<typeof build>>
 
 function message (text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { messageId: `r-${Math.random().toString(36).slice(2)}`, role: 'ROLE_USER', parts: [{ text }], ...extra }
 }
 
-async function rest (app: App, method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await app.inject({
-    method,
-    url,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    payload: body === undefined ? undefined : JSON.stringify(body)
-  })
-  return { status: res.statusCode, headers: res.headers, body: res.body === '' ? undefined : res.json() }
-}
+const rest = restCall
 
 const executor = waitOrEcho
 

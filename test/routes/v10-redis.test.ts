@@ -11,15 +11,20 @@ async function post (url: string, method: string, params: unknown, headers: Reco
 
 const V1 = { 'a2a-version': '1.0' }
 
-t.test('§11.2 on Redis: a v1.0 stream on one instance follows a task a v0.3 client drives on another; lists and webhooks agree', async t => {
-  const redis = await privateRedis(t)
-  const hook = await receiver(t)
-  const shared: A2AConfigInput = {
-    services: { cache: { type: 'cache', url: redis.url } },
+/** Two instances' configuration: tasks, push configs and deliveries in one Redis. */
+function sharedConfig (url: string): A2AConfigInput {
+  return {
+    services: { cache: { type: 'cache', url } },
     tasks: { backend: 'kvcache' },
     push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
     server: { shutdown_timeout: 0.5 }
   }
+}
+
+t.test('§11.2 on Redis: a v1.0 stream on one instance follows a task a v0.3 client drives on another; lists and webhooks agree', async t => {
+  const redis = await privateRedis(t)
+  const hook = await receiver(t)
+  const shared = sharedConfig(redis.url)
   const a = await listen(t, { executor: waitOrEcho, config: shared })
   const b = await listen(t, { executor: waitOrEcho, config: shared })
 
@@ -57,12 +62,7 @@ t.test('§11.2 on Redis: a v1.0 stream on one instance follows a task a v0.3 cli
 t.test('§12 on Redis: a REST v0.3 stream on one instance follows a task REST v1.0 drives on another; a /v1 webhook is v0.3', async t => {
   const redis = await privateRedis(t)
   const hook = await receiver(t)
-  const shared: A2AConfigInput = {
-    services: { cache: { type: 'cache', url: redis.url } },
-    tasks: { backend: 'kvcache' },
-    push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
-    server: { shutdown_timeout: 0.5 }
-  }
+  const shared = sharedConfig(redis.url)
   const a = await listen(t, { executor: waitOrEcho, config: shared })
   const b = await listen(t, { executor: waitOrEcho, config: shared })
   const json = { 'content-type': 'application/json' }
