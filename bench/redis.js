@@ -71,3 +71,40 @@ export function statsDelta (before, after) {
   }
   return out
 }
+
+/**
+ * Counts what Redis executes from now until `stop()` (MONITOR): the commands that came over a connection (round
+ * trips: what costs the server a write, a parse and a reply) apart from those the scripts ran. `stop()` resolves
+ * `{ roundTrips, fromScripts, byCommand }`, `byCommand` counting the round trips by name.
+ */
+export async function monitorCommands (url) {
+  const client = new Redis(url, { maxRetriesPerRequest: 1 })
+  const monitor = await client.monitor()
+  const counts = { roundTrips: 0, fromScripts: 0, byCommand: {} }
+  monitor.on('monitor', (time, args, source) => {
+    if (source === 'lua') {
+      counts.fromScripts++
+      return
+    }
+    const name = String(args[0]).toLowerCase()
+    counts.roundTrips++
+    counts.byCommand[name] = (counts.byCommand[name] ?? 0) + 1
+  })
+  return {
+    async stop () {
+      const probe = new Redis(url, { maxRetriesPerRequest: 1, enableReadyCheck: false })
+      // The probe's ECHO passes through MONITOR after everything sent before it: the count is complete then.
+      await new Promise(resolve => {
+        monitor.on('monitor', (time, args) => { if (String(args[0]).toLowerCase() === 'echo' && args[1] === 'a2a-bench-end') resolve() })
+        probe.echo('a2a-bench-end').catch(() => {})
+      })
+      probe.disconnect()
+      monitor.disconnect()
+      client.disconnect()
+      counts.roundTrips-- // the probe's ECHO
+      counts.byCommand.echo--
+      if (counts.byCommand.echo === 0) delete counts.byCommand.echo
+      return counts
+    }
+  }
+}

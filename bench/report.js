@@ -67,7 +67,10 @@ export function checks (r) {
   }
   const redis = t['ours-redis']?.redis
   if (redis !== undefined) {
-    add('Redis commands per message/send', String(redis.commandsPerSend), '≤ 6', redis.commandsPerSend <= 6)
+    if (redis.roundTripsPerSend !== undefined) {
+      add('Redis round trips per message/send', String(redis.roundTripsPerSend), '≤ 6', redis.roundTripsPerSend <= 6)
+    }
+    add('Redis commands per message/send, the scripts\' own calls included', String(redis.commandsPerSend), '≤ 6', redis.commandsPerSend <= 6)
     const evals = redis.perSend.eval ?? 0
     add('EVAL per message/send (scripts sent in full)', String(evals), '0', evals === 0)
   }
@@ -137,7 +140,13 @@ export function markdown (r) {
       '| command | per message/send |', '| --- | ---: |')
     // What rounds to 0 per send (the server's timers: lease renewal, the reaper, the outbox relay) is left out.
     for (const [name, n] of Object.entries(redis.perSend)) if (n > 0) lines.push(`| ${name} | ${n} |`)
-    lines.push('', 'Commands below 0.01 per send (the timers: lease renewal, the reaper, the outbox relay) are left out.', '')
+    lines.push('', 'Commands below 0.01 per send (the timers: lease renewal, the reaper, the outbox relay) are left out. ' +
+      'INFO commandstats counts the calls a script makes as commands of their own.', '')
+    if (redis.roundTripsPerSend !== undefined) {
+      lines.push(`Round trips (commands that came over a connection, from MONITOR over ${redis.watched.sends} more sends): ` +
+        `**${redis.roundTripsPerSend} per message/send**: ` +
+        Object.entries(redis.roundTrips).filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`).join(', ') + '.', '')
+    }
   }
   lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
   for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)

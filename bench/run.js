@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { freePort, rssMb, start, watch } from './proc.js'
 import { gotLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
-import { commandStats, startRedis, statsDelta } from './redis.js'
+import { commandStats, monitorCommands, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
 
 const { values } = parseArgs({
@@ -179,7 +179,8 @@ async function runTarget (id, hook) {
 
 /**
  * What message/send costs Redis: the commands per request (from INFO commandstats, everything the server sent while
- * the sends ran, its timers included) and, for a throwaway redis-server, its CPU per 1,000 sends.
+ * the sends ran, its timers included, the scripts' own calls too), the round trips per request (from MONITOR: what
+ * came over a connection) and, for a throwaway redis-server, its CPU per 1,000 sends.
  */
 async function redisCost (url, redis, opts) {
   const sends = settings.redisSends
@@ -191,12 +192,20 @@ async function redisCost (url, redis, opts) {
   const cpu = w?.stop()
   const delta = statsDelta(before, await commandStats(redis.url))
   const total = Object.values(delta).reduce((a, b) => a + b, 0)
+  // Round trips apart from the scripts' own calls, over a smaller window of its own: MONITOR slows Redis down.
+  const watched = Math.min(sends, 200)
+  const monitor = await monitorCommands(redis.url)
+  const seen = await sendLoad(url, { ...opts, amount: watched })
+  const trips = await monitor.stop()
   const perSend = Object.fromEntries(Object.entries(delta).sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, Math.round(n / sends * 100) / 100]))
   return {
     sends,
     errors: sent.errors,
     commandsPerSend: Math.round(total / sends * 100) / 100,
     perSend,
+    roundTripsPerSend: Math.round(trips.roundTrips / watched * 100) / 100,
+    roundTrips: Object.fromEntries(Object.entries(trips.byCommand).sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, Math.round(n / watched * 100) / 100])),
+    watched: { sends: watched, errors: seen.errors },
     // CPU % of one core over the window → CPU ms per 1,000 sends.
     redisCpuMsPer1000: cpu === null ? null : Math.round(cpu.cpu / 100 * seconds * 1e6 / sends * 10) / 10
   }

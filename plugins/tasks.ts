@@ -43,6 +43,7 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
     if (client === null) throw new InvalidPluginOptions('tasks.backend: kvcache needs a services entry with type: cache')
     const push = config.push_notifications
+    const events = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
     store = new RedisTaskStore(client, {
       keyPrefix: settings.key_prefix,
       ttlSeconds: settings.ttl,
@@ -53,9 +54,11 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       indexTtlMs: (settings.ttl + settings.interrupted_ttl) * 1000,
       // Push configs in Redis too (validateConfig requires it while push is on): a state change and the record that
       // its webhooks are due land in one script.
-      pushKeyPrefix: push.enabled ? push.key_prefix : undefined
+      pushKeyPrefix: push.enabled ? push.key_prefix : undefined,
+      // A write publishes its event from its own script.
+      announcer: events
     })
-    bus = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
+    bus = events
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })
   } else {
     store = new MemoryTaskStore({

@@ -93,7 +93,7 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
   }
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))
-  fastify.a2aTasks.onStatusChange(record => notifier.notify(record))
+  fastify.a2aTasks.onStatusChange((record, _previous, pushConfigs) => notifier.notify(record, false, pushConfigs))
   // Memory backends: a task the store evicts or expires takes its push configs with it, so they stay bounded too.
   const configs = fastify.a2aPushConfigs
   fastify.a2aTasks.store.onDelete?.(taskId => configs.forget?.(taskId))

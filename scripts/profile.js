@@ -3,7 +3,8 @@
 // profile is written on exit), and prints the top functions by self time with file:line.
 // Flags: --method send|stream (default send), --seconds S (default 10), --connections N (default 50),
 // --key (security on, one API key), --top N (default 20), --dir DIR (where the .cpuprofile goes; default a temp dir),
-// --pin (the server on the first core, the load on the second: see `pin` below).
+// --pin (the server on the first core, the load on the second: see `pin` below), --redis URL (tasks and push configs
+// in that Redis: the kvcache mode of CONTRACT.md §10; give it a database of its own, e.g. redis://127.0.0.1:6379/9).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     key: { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
     top: { type: 'string', default: '20' },
+    redis: { type: 'string' },
     dir: { type: 'string' }
   }
 })
@@ -38,6 +40,10 @@ function config () {
   if (values.key) {
     lines.push('security:', '  enabled: true', '  auth:', '    api_key:', '      keys:', `        - { key: ${API_KEY}, id: profile }`,
       '  rate_limit:', '    requests_per_minute: 1000000000', '    burst: 1000000000', '    max_streams_per_principal: 100000')
+  }
+  if (values.redis !== undefined) {
+    lines.push('push_notifications:', '  backend: kvcache', 'tasks:', '  backend: kvcache', 'services:', '  cache:', '    type: cache',
+      `    url: ${values.redis}`)
   }
   const file = join(dir, 'agent.yml')
   writeFileSync(file, lines.join('\n') + '\n')

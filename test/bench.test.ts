@@ -50,6 +50,8 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(redis, { sends: 200, errors: 0, commandsPerSend: Number, redisCpuMsPer1000: Number })
   t.ok(redis.commandsPerSend > 0, 'the sends reached Redis')
   t.ok(Object.keys(redis.perSend).length > 0, 'command by command')
+  t.match(redis, { roundTripsPerSend: Number, watched: { sends: 200, errors: 0 } })
+  t.ok(redis.roundTripsPerSend > 0 && redis.roundTrips.evalsha > 0, 'the round trips were seen, scripts among them')
   t.match(results.got, { deliveries: Number, errors: 0 })
   t.match(results.memory, { tasks: 50, rss: Number, errors: 0 })
 
@@ -61,8 +63,8 @@ t.test('the quickest bench run writes a results file and a report with every fig
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
-  // Nineteen targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 19)
+  // Twenty targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 20)
 })
 
 t.test('--node-options reaches our server and no other', async t => {

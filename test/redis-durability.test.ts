@@ -175,7 +175,7 @@ t.test('a state change whose writer died before queueing its webhooks is deliver
   t.teardown(() => dead.client.disconnect())
   await dead.push.put('t-1', { url: `${hook.url}/hook` }, { maxPerTask: 10 })
   await dead.tasks.insert(storedTask('t-1', 'submitted', 1))
-  t.equal(await dead.tasks.replace(storedTask('t-1', 'in_progress', 2)), true)
+  t.equal(await dead.tasks.replace(storedTask('t-1', 'in_progress', 2)), 'outbox', 'the store says the task had push configs')
   t.equal(await dead.client.zcard('a2a:task:outbox'), 1, 'the state change is in the outbox, written with it')
   // The writer dies here: its deliveries were never queued. Another instance relays them.
   const app = await build(t, {

@@ -102,3 +102,81 @@ t.test('20 concurrent tasks with push configs over both instances: every state d
     t.same(states, ['in_progress', 'completed'], `in order for ${task.id}`)
   }
 })
+
+t.test('a blocking send on A ends with the cancel made on B at once, though A\'s executor has not stopped yet', async t => {
+  await redisDb(t, DB)
+  let release = (): void => {}
+  const stubborn = new Promise<void>(resolve => { release = resolve })
+  // An executor that does not heed the abort: its run ends only when the test lets it.
+  const slowToStop: AgentExecutor = async () => { await stubborn }
+  const a = await listen(t, { executor: slowToStop, config: shared({ server: { shutdown_timeout: 0.5, request_timeout: 120 } }) })
+  const b = await listen(t, { executor: slowToStop, config: shared() })
+  t.teardown(() => release())
+  const sending = call(a.app, 'message/send', { message: userMessage('wait for me') })
+  let id = ''
+  await until(async () => {
+    id = (await call(b.app, 'tasks/list', {})).body.result.tasks[0]?.id ?? ''
+    return id !== ''
+  })
+  t.equal((await call(b.app, 'tasks/cancel', { id })).body.result.status.state, 'canceled')
+  const sent = await sending
+  t.equal(sent.body.result.status.state, 'canceled', 'the wait on A heard the cancel with the abort request')
+  t.equal(a.app.a2aTasks.running, 1, 'A\'s run is still going: the wait did not end with it')
+  release()
+  await until(() => a.app.a2aTasks.running === 0)
+  t.equal((await call(b.app, 'tasks/get', { id })).body.result.status.state, 'canceled')
+})
+
+t.test('a blocking send costs no subscription, no event round trip and no read of its task', async t => {
+  const client = await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  await call(a.app, 'message/send', { message: userMessage('warm up') })
+  // Every command the instance sends over a connection (not those its scripts run), in this file's db.
+  const monitor = await client.monitor()
+  t.teardown(() => monitor.disconnect())
+  const sent: string[][] = []
+  monitor.on('monitor', (_time: string, args: string[], source: string, database: string) => {
+    if (source !== 'lua' && database === String(DB)) sent.push(args)
+  })
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) {
+    const res = await call(a.app, 'message/send', { message: userMessage(`hello ${i}`) })
+    t.equal(res.body.result.status.state, 'completed')
+    ids.push(res.body.result.id)
+  }
+  await client.ping()
+  for (const id of ids) {
+    const mine = sent.filter(args => args.some(arg => String(arg).includes(id)))
+    t.same(mine.map(args => String(args[0]).toLowerCase()).filter(name => name !== 'evalsha'), [],
+      `task ${id}: only scripts, no SUBSCRIBE, PUBLISH, HGET or ZREM`)
+    t.equal(mine.length, 4, 'the insert and three changes, one script each')
+  }
+})
+
+t.test('a blocking send on A whose task another instance finishes is answered once A\'s run ends', async t => {
+  await redisDb(t, DB)
+  let open = (): void => {}
+  const gate = new Promise<void>(resolve => { open = resolve })
+  const gated: AgentExecutor = async function * (ctx) {
+    const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+    if (text === 'gate') await gate
+    yield `echo: ${text}`
+  }
+  const a = await listen(t, { executor: gated, config: shared() })
+  const b = await listen(t, { executor: gated, config: shared() })
+  t.teardown(() => open())
+  const sending = call(a.app, 'message/send', { message: userMessage('gate') })
+  let id = ''
+  await until(async () => {
+    const task = (await call(b.app, 'tasks/list', {})).body.result.tasks[0]
+    id = task?.status.state === 'in_progress' ? task.id : ''
+    return id !== ''
+  })
+  // B takes the next message of the task and finishes it, while A's turn still waits at the gate.
+  const joined = await call(b.app, 'message/send', { message: userMessage('from b', { taskId: id }) })
+  t.equal(joined.body.result.status.state, 'completed')
+  open()
+  const sent = await sending
+  t.equal(sent.body.result.status.state, 'completed', 'A\'s wait read the task when its run ended')
+  t.equal(sent.body.result.id, id)
+})

@@ -164,12 +164,16 @@ export class WebhookNotifier {
     return this.#taskChains.size + this.#chains.size + (await this.#queue?.pending() ?? 0)
   }
 
-  /** Queues the task's current state for every config it has. Never throws, never waits. */
-  notify (record: StoredTask, recovered = false): void {
+  /**
+   * Queues the task's current state for every config it has. Never throws, never waits. `configs`: whether the task
+   * had push configs when the change was written, when the task store could tell (Redis: the write's own script
+   * looked); false costs nothing more.
+   */
+  notify (record: StoredTask, recovered = false, configs?: boolean): void {
     if (this.#closed) return
     const { task } = record
     // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
-    if (!recovered && !this.#taskChains.has(task.id) && this.#opts.store.holds?.(task.id) === false) return
+    if (!recovered && !this.#taskChains.has(task.id) && (configs ?? this.#opts.store.holds?.(task.id)) === false) return
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]

@@ -31,14 +31,25 @@ const READY: Promise<void> = Promise.resolve()
  */
 export interface TaskEventBus {
   publish (taskId: string, event: TaskEvent): void
-  subscribe (taskId: string, listener: TaskEventListener): Subscription
+  /**
+   * `publish` to this process's listeners only: for an event the store announced to the other instances with the
+   * write itself (`TaskStore.announces`).
+   */
+  deliver (taskId: string, event: TaskEvent): void
+  /**
+   * `local`: for a task this process runs, whose changes are written here, a listener that hears this process's
+   * events and the cancellations of the task made elsewhere (see `requestAbort`), and nothing else other instances
+   * write. It costs no subscription in Redis, and is ready at once.
+   */
+  subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription
   /** Listeners on one task, or on all tasks: leak checks and metrics. */
   listenerCount (taskId?: string): number
   /**
    * Asks whichever instance runs the task to abort its executor (CONTRACT.md §10, cancellation). In memory that is
-   * this process; in Redis every instance hears it and the one running the task acts.
+   * this process; in Redis every instance hears it and the one running the task acts. `event`, the cancel's own
+   * change, reaches the `local` listeners of the task on the other instances.
    */
-  requestAbort (taskId: string): void
+  requestAbort (taskId: string, event?: TaskEvent): void
   /** Registers the handler of abort requests (the task service's). */
   onAbortRequest (handler: (taskId: string) => void): void
   close (): Promise<void>
@@ -56,6 +67,10 @@ export class MemoryTaskEventBus implements TaskEventBus {
 
   onAbortRequest (handler: (taskId: string) => void): void {
     this.#abortHandlers.push(handler)
+  }
+
+  deliver (taskId: string, event: TaskEvent): void {
+    this.publish(taskId, event)
   }
 
   publish (taskId: string, event: TaskEvent): void {

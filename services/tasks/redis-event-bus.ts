@@ -10,8 +10,16 @@ export interface RedisTaskEventBusOptions {
   log: Logger
 }
 
-/** Length of the origin tag (a UUID and a newline) in front of every event message. */
+/** Length of the origin tag (a UUID and a newline) in front of every event and abort message. */
 const ORIGIN_LENGTH = 37
+
+/** How a write script publishes its change to the other instances (RedisTaskStore's `announcer`). */
+export interface TaskEventAnnouncer {
+  /** The task's channel. */
+  channel (taskId: string): string
+  /** The message announcing `event`, whose task is already serialized as `taskJson`. */
+  message (event: TaskEvent, taskJson: string): string
+}
 
 /**
  * The task event bus across instances (CONTRACT.md §10): every event goes to this process's listeners at once and
@@ -21,11 +29,19 @@ const ORIGIN_LENGTH = 37
  *
  * Pub/sub keeps no history: a stream reads the task's snapshot after `ready` (the SUBSCRIBE acknowledged) and drops
  * events at or below the snapshot's version (see TaskEventStream), so nothing falls between the two.
+ *
+ * A `local` listener (a blocking wait on a task this instance runs) costs Redis nothing: it hears this process's
+ * events, and the cancellations of its task made elsewhere, which come with the abort request on the one channel
+ * every instance listens to. The RedisTaskStore publishes the events of its writes from the write's own script (this
+ * bus is its `announcer`), so an event costs no round trip of its own.
  */
-export class RedisTaskEventBus implements TaskEventBus {
+export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   readonly #pub: Redis
   readonly #sub: Redis
+  /** Listeners that the task's Redis channel feeds too. */
   readonly #local = new MemoryTaskEventBus()
+  /** `local` listeners: this process's events and cancellations only. */
+  readonly #localOnly = new MemoryTaskEventBus()
   readonly #origin = randomUUID() + '\n'
   readonly #eventsPrefix: string
   readonly #abortChannel: string
@@ -54,10 +70,31 @@ export class RedisTaskEventBus implements TaskEventBus {
     this.#pub.publish(this.#eventsPrefix + taskId, this.#origin + JSON.stringify(event)).catch((err: Error) => {
       this.#log.warn({ err, taskId }, 'task event not published')
     })
-    this.#local.publish(taskId, event)
+    this.deliver(taskId, event)
   }
 
-  subscribe (taskId: string, listener: TaskEventListener): Subscription {
+  deliver (taskId: string, event: TaskEvent): void {
+    let failure: unknown
+    try {
+      this.#local.publish(taskId, event)
+    } catch (err) {
+      failure = err
+    }
+    this.#localOnly.publish(taskId, event)
+    if (failure !== undefined) throw failure
+  }
+
+  channel (taskId: string): string {
+    return this.#eventsPrefix + taskId
+  }
+
+  message (event: TaskEvent, taskJson: string): string {
+    const { task, ...rest } = event
+    return `${this.#origin}${JSON.stringify(rest).slice(0, -1)},"task":${taskJson}}`
+  }
+
+  subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription {
+    if (opts?.local === true) return this.#localOnly.subscribe(taskId, listener)
     const first = this.#local.listenerCount(taskId) === 0
     const unsubscribe = this.#local.subscribe(taskId, listener)
     if (first) this.#channels.set(taskId, this.#listen(taskId))
@@ -74,12 +111,13 @@ export class RedisTaskEventBus implements TaskEventBus {
   }
 
   listenerCount (taskId?: string): number {
-    return this.#local.listenerCount(taskId)
+    return this.#local.listenerCount(taskId) + this.#localOnly.listenerCount(taskId)
   }
 
-  requestAbort (taskId: string): void {
+  requestAbort (taskId: string, event?: TaskEvent): void {
     // Every instance hears it, this one too: the one running the task aborts it, the others have nothing to do.
-    this.#pub.publish(this.#abortChannel, taskId).catch((err: Error) => {
+    const message = `${this.#origin}${taskId}${event === undefined ? '' : '\n' + JSON.stringify(event)}`
+    this.#pub.publish(this.#abortChannel, message).catch((err: Error) => {
       this.#log.warn({ err, taskId }, 'task abort request not published')
     })
   }
@@ -91,6 +129,7 @@ export class RedisTaskEventBus implements TaskEventBus {
   async close (): Promise<void> {
     this.#closed = true
     await this.#local.close()
+    await this.#localOnly.close()
     this.#channels.clear()
     this.#sub.disconnect()
   }
@@ -104,9 +143,32 @@ export class RedisTaskEventBus implements TaskEventBus {
     return ack
   }
 
+  /**
+   * An abort request: `<origin>\n<taskId>[\n<event JSON>]` (a bare task id from an instance of an earlier release).
+   * The cancel's event goes to this process's `local` listeners, then the handlers abort the run if it is here.
+   */
+  #onAbort (message: string): void {
+    let taskId = message
+    if (message.length > ORIGIN_LENGTH && message[ORIGIN_LENGTH - 1] === '\n') {
+      const end = message.indexOf('\n', ORIGIN_LENGTH)
+      taskId = message.slice(ORIGIN_LENGTH, end < 0 ? undefined : end)
+      if (end >= 0 && !message.startsWith(this.#origin)) this.#deliverLocalOnly(taskId, message.slice(end + 1))
+    }
+    for (const handler of this.#abortHandlers) handler(taskId)
+  }
+
+  #deliverLocalOnly (taskId: string, json: string): void {
+    if (this.#localOnly.listenerCount(taskId) === 0) return
+    try {
+      this.#localOnly.publish(taskId, JSON.parse(json) as TaskEvent)
+    } catch (err) {
+      this.#log.warn({ err, taskId }, 'task cancellation not delivered')
+    }
+  }
+
   readonly #onMessage = (channel: string, message: string): void => {
     if (channel === this.#abortChannel) {
-      for (const handler of this.#abortHandlers) handler(message)
+      this.#onAbort(message)
       return
     }
     if (message.startsWith(this.#origin)) return

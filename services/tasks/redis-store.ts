@@ -2,7 +2,9 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+import { recordJson, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import type { TaskEvent } from './event-bus.js'
+import type { TaskEventAnnouncer } from './redis-event-bus.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -29,6 +31,11 @@ export interface RedisTaskStoreOptions {
    * (`tasks.ttl` + `tasks.interrupted_ttl`). Default: twice `ttlSeconds`.
    */
   indexTtlMs?: number
+  /**
+   * The event bus of the instances (RedisTaskEventBus): `replace` publishes the event of its change on the task's
+   * channel from its own script, so that an event costs no round trip of its own.
+   */
+  announcer?: TaskEventAnnouncer
 }
 
 const DEFAULT_LIST_BATCH = 100
@@ -70,7 +77,7 @@ const INTERRUPTED_RECLAIM_MS = 60_000
 
 // KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set, the
 // context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
-// none), lease ttl ms ('' for no lease), task id, the most live tasks of one owner ('' for no limit), '1' when the
+// none), lease ttl ms ('' for no lease; a terminal task takes none), task id, the most live tasks of one owner ('' for no limit), '1' when the
 // task is terminal, the context index's PEXPIRE ms. Replies 1, 0 when the id is taken, -1 when the owner holds its
 // most live tasks.
 const INSERT_LUA = `
@@ -87,7 +94,7 @@ redis.call('ZADD', KEYS[4], seq, ARGV[5])
 redis.call('ZADD', KEYS[7], seq, ARGV[5])
 redis.call('PEXPIRE', KEYS[7], ARGV[11])
 redis.call('ZADD', KEYS[8], seq, ARGV[5])
-if ARGV[7] ~= '' then
+if ARGV[7] ~= '' and ARGV[10] ~= '1' then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[7]), ARGV[8])
 end
@@ -95,11 +102,13 @@ return 1
 `
 
 // KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
-// interrupted set, the context index. ARGV: the version it must hold, record JSON, new version, contextId, state,
-// PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps the expiry too),
-// '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it is interrupted,
-// the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE ms, the task key
-// prefix. Replies 0 when the version did not match, 2 when the change went to the outbox, else 1.
+// interrupted set, the context index, the lease set. ARGV: the version it must hold, record JSON, new version,
+// contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps
+// the expiry too), '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it
+// is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
+// ms, the task key prefix, the channel to announce the change on ('' for none) and the message. A terminal write
+// drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change went to the
+// outbox, else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq')
 if old[1] ~= ARGV[1] then return 0 end
@@ -117,7 +126,11 @@ if old[2] ~= ARGV[5] and old[3] then
     end
   end
 end
-if ARGV[10] == '1' then redis.call('SREM', KEYS[5], ARGV[9]) end
+if ARGV[10] == '1' then
+  redis.call('SREM', KEYS[5], ARGV[9])
+  redis.call('ZREM', KEYS[8], ARGV[9])
+end
+if ARGV[17] ~= '' then redis.call('PUBLISH', ARGV[17], ARGV[18]) end
 if ARGV[11] == '1' then
   redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
 elseif old[2] == 'input_required' or old[2] == 'auth_required' then
@@ -179,7 +192,7 @@ interface TaskCommands {
   a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, context: string, state: string,
     ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
-    ...args: string[]): Promise<0 | 1 | 2>
+    leases: string, ...args: string[]): Promise<0 | 1 | 2>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
@@ -204,7 +217,10 @@ export class RedisTaskStore implements TaskStore {
   readonly #maxLive: string
   readonly #interrupted: string
   readonly #indexTtlMs: string
+  readonly #announcer: TaskEventAnnouncer | undefined
   readonly leasesOnInsert: boolean
+  readonly announces: boolean
+  readonly recordsPush: boolean
 
   constructor (client: Redis, opts: RedisTaskStoreOptions) {
     this.#client = client
@@ -219,8 +235,11 @@ export class RedisTaskStore implements TaskStore {
     this.#maxLive = opts.maxLivePerOwner === undefined ? '' : String(opts.maxLivePerOwner)
     this.#interrupted = `${opts.keyPrefix}interrupted`
     this.#indexTtlMs = String(Math.ceil(opts.indexTtlMs ?? 2 * opts.ttlSeconds * 1000))
+    this.#announcer = opts.announcer
+    this.announces = opts.announcer !== undefined
+    this.recordsPush = opts.pushKeyPrefix !== undefined
     client.defineCommand('a2aTaskInsert', { numberOfKeys: 8, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 7, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 8, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
@@ -248,18 +267,24 @@ export class RedisTaskStore implements TaskStore {
     return json === null ? null : JSON.parse(json)
   }
 
-  async replace (next: StoredTask): Promise<boolean> {
+  async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     const { task } = next
     const push = this.#pushPrefix
     const state = task.status.state
-    return await this.#call(() => this.#commands.a2aTaskReplace(
+    // The task, the bulk of both, is serialized once for the record and the event.
+    const taskJson = JSON.stringify(task)
+    const announcer = event === undefined ? undefined : this.#announcer
+    const written = await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
-      this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId),
-      String(next.version - 1), JSON.stringify(next), String(next.version), task.contextId, state,
+      this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
+      String(next.version - 1), recordJson(next, taskJson), String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
-      this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`
-    )) !== 0
+      this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
+      announcer === undefined ? '' : announcer.channel(task.id),
+      announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson)
+    ))
+    return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   async claimInterrupted (before: number): Promise<string[]> {

@@ -1,4 +1,5 @@
 import type { Task, TaskState } from '../../schemas/task.js'
+import type { TaskEvent } from './event-bus.js'
 
 /** A task as stored, with what only the server knows about it. Stored records are never mutated in place. */
 export interface StoredTask {
@@ -53,9 +54,12 @@ export interface TaskStore {
   get (id: string): Promise<StoredTask | null>
   /**
    * Compare-and-set: writes `next` only if the stored version is `next.version - 1`. Returns false when another
-   * writer got there first (or the task is gone); the caller re-reads and retries.
+   * writer got there first (or the task is gone); the caller re-reads and retries. A store that `announces` also
+   * publishes `event` (the change, as the task's subscribers get it) to the other instances in the same step. A store
+   * that `recordsPush` answers `'outbox'` for a change of state of a task with push configs (recorded for them), and
+   * true for any other write: a change of state it answers true for had no push configs. Other stores answer true.
    */
-  replace (next: StoredTask): Promise<boolean>
+  replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome>
   list (query: TaskListQuery): Promise<TaskListPage>
   /**
    * Ids of the interrupted tasks (`input_required`, `auth_required`) last updated at or before `before` (ms since
@@ -82,8 +86,25 @@ export interface TaskStore {
    */
   readonly sync?: SyncTaskStore
   /**
-   * True when `insert` also takes the new task's lease (Redis with leases): the task is never stored unleased, so a
-   * crash right after the insert leaves it to the reaper instead of stranding it in `submitted`.
+   * True when `insert` also takes the new task's lease (Redis with leases), and a write that makes the task terminal
+   * drops it: the task is never stored unleased, so a crash right after the insert leaves it to the reaper instead of
+   * stranding it in `submitted`, and a finished run has no lease left to give back.
    */
   readonly leasesOnInsert?: boolean
+  /** True when `replace` publishes its event to the other instances itself (Redis): the caller tells only its own. */
+  readonly announces?: boolean
+  /** True when `replace` tells whether the task had push configs (see `replace`). */
+  readonly recordsPush?: boolean
+}
+
+/** What `replace` did: false, not written (version mismatch); `'outbox'`, written and recorded for push configs. */
+export type ReplaceOutcome = boolean | 'outbox'
+
+/**
+ * `JSON.stringify(record)` for a record whose task is already serialized as `taskJson`: the same bytes, with the task
+ * (the bulk of it) serialized once for both the stored record and the event that announces the write. Records are
+ * built with their keys in this order (`TaskService`, and JSON.parse keeps it).
+ */
+export function recordJson (record: StoredTask, taskJson: string): string {
+  return `{"task":${taskJson},"owner":${JSON.stringify(record.owner)},"version":${record.version},"createdAt":${record.createdAt},"updatedAt":${record.updatedAt}}`
 }

@@ -8,13 +8,13 @@ import type { AgentExecutor, AgentTools, ExecutorEvent, ExecutorResult, MessageC
 import {
   IllegalTransition, RunStorageFailure, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound
 } from '../errors.js'
-import type { TaskEventBus } from './event-bus.js'
+import type { TaskEvent, TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
 import { contextHistory } from './context-history.js'
 import { RunAbort, TurnContext } from './turn-context.js'
 import { canTransition, isInterrupted, isSettled, isTerminal, isoTime } from './states.js'
 import { valueBytes } from './task-bytes.js'
-import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+import type { ReplaceOutcome, StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface TaskServiceOptions {
   store: TaskStore
@@ -38,8 +38,12 @@ export interface TaskServiceOptions {
 /** What a blocking wait returns: the task and the version it was read at. */
 export type SettledTask = Pick<StoredTask, 'task' | 'version'>
 
-/** Called after every state change (not after same-state status updates): push notifications hang off this. */
-export type StatusListener = (record: StoredTask, previous: TaskState) => void
+/**
+ * Called after every state change (not after same-state status updates): push notifications hang off this.
+ * `pushConfigs` is what the store saw in the write (`TaskStore.recordsPush`): whether the task had push configs;
+ * undefined when the store cannot tell.
+ */
+export type StatusListener = (record: StoredTask, previous: TaskState, pushConfigs?: boolean) => void
 
 export const FAILED_MESSAGE = 'The agent failed while processing the task.'
 export const SHUTDOWN_MESSAGE = 'The server stopped before the task finished.'
@@ -47,6 +51,9 @@ export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped 
 export const INTERRUPTED_EXPIRED_MESSAGE = 'The task waited for input longer than the server keeps a task waiting.'
 
 const STORAGE_UNAVAILABLE = 'A2A_ERR_STORAGE_UNAVAILABLE'
+
+/** A blocking wait on a task that runs in this process (see `#waitSettled`). */
+const LOCAL = { local: true }
 
 /** A run's first retry of a write its store refused waits this long; each next one twice as long, up to the max. */
 const STORE_RETRY_FIRST_MS = 50
@@ -105,6 +112,12 @@ export class TaskService {
   readonly #interruptedTtlMs: number
   readonly #now: () => number
   readonly #running = new Map<string, Run>()
+  /**
+   * The latest record of each task that runs here, as this process last wrote or read it: a write starts from it
+   * instead of reading the task first (the compare-and-set catches a record another instance changed since).
+   * Kept for a store across the network only, from `dispatch` to the end of the run.
+   */
+  readonly #latest = new Map<string, StoredTask>()
   readonly #statusListeners: StatusListener[] = []
   readonly #createListeners: Array<(record: StoredTask) => void> = []
   readonly #beforeReap: Array<() => Promise<unknown>> = []
@@ -206,6 +219,7 @@ export class TaskService {
       return
     }
     const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve(), ended: false }
+    if (this.store.sync === undefined) this.#latest.set(record.task.id, record)
     run.done = this.#loop(record.task.id, run, record.version === 1)
     // A run that ended before its loop returned (an executor that answered at once, over a store in this process)
     // could not be seen, queued behind or canceled by anyone: it is not registered. A Map in the old generation gets
@@ -254,7 +268,7 @@ export class TaskService {
       return withStatus(task, 'canceled', this.#now())
     })
     if (this.#running.has(id)) this.#stop(id)
-    else this.bus.requestAbort(id)
+    else this.bus.requestAbort(id, { type: 'status', version: record.version, task: record.task, final: true })
     return record
   }
 
@@ -335,23 +349,35 @@ export class TaskService {
 
   async #waitSettled (record: SettledTask, timeoutMs: number): Promise<SettledTask> {
     const taskId = record.task.id
+    const known = this.#latest.get(taskId)
+    if (known !== undefined && known.version > record.version && isSettled(known.task.status.state)) return known
+    // A task that runs here is written here: its events are heard in this process, and a cancel made elsewhere comes
+    // with the abort request. Whatever else may write it (a turn that another instance ran) ends this run: the wait
+    // then reads the task. Elsewhere, the wait follows the task's channel.
+    const run = this.#running.get(taskId)
     const settled = await new Promise<SettledTask | null>(resolve => {
       const timer = setTimeout(() => finish(null), timeoutMs)
       const unsubscribe = this.bus.subscribe(taskId, event => {
         if (event.type === 'status' && event.final && event.version > record.version) finish(event)
-      })
+      }, run === undefined ? undefined : LOCAL)
+      let done = false
       function finish (value: SettledTask | null): void {
+        if (done) return
+        done = true
         clearTimeout(timer)
         unsubscribe()
         resolve(value)
       }
-      // The task may have settled between the caller's read and this subscription. (A store in this process was
-      // read by `waitSettled` just before, with nothing in between.)
-      if (this.store.sync === undefined) {
+      const check = (): void => {
+        if (done) return
         this.store.get(taskId).then(now => {
           if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
         }, () => {})
       }
+      // The task may have settled between the caller's read and this subscription. (A store in this process was
+      // read by `waitSettled` just before, with nothing in between.)
+      if (run !== undefined) run.done.then(check, check)
+      else if (this.store.sync === undefined) check()
     })
     if (settled !== null) return settled
     this.#log.debug({ taskId }, 'blocking wait timed out')
@@ -384,16 +410,27 @@ export class TaskService {
     const next = this.#next(current, task)
     /* c8 ignore next -- see above */
     if (!sync.replaceNow(next)) throw new TaskConflict(id)
-    return this.#published(current, next, slot?.chunk)
+    return this.#published(current, next, eventOf(current, next, slot?.chunk), false, undefined)
   }
 
   async #writeAsync (id: string, mutate: Mutation, slot?: ChunkSlot, sent?: Sent): Promise<StoredTask> {
+    const { store } = this
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const current = await this.store.get(id)
-      if (current === null) throw new TaskNotFound(id)
+      // A task that runs here starts from the record last written or read here: no read first. A retry after a
+      // lost answer reads, to learn whether the write landed.
+      let current = attempt === 0 && sent?.next === undefined ? this.#latest.get(id) : undefined
+      if (current === undefined) {
+        const read = await store.get(id)
+        if (read === null) throw new TaskNotFound(id)
+        current = read
+        if (this.#latest.has(id)) this.#latest.set(id, read)
+      }
       // A retried write whose earlier answer was lost, and which had landed: done, and published now.
       // (`sent.next`, not the copy just read, shares the unchanged parts with `sent.previous`: the event is the same.)
-      if (sent?.next !== undefined && landed(current, sent.next)) return this.#published(sent.previous as StoredTask, sent.next, slot?.chunk)
+      if (sent?.next !== undefined && landed(current, sent.next)) {
+        const previous = sent.previous as StoredTask
+        return this.#published(previous, sent.next, eventOf(previous, sent.next, slot?.chunk), false, undefined)
+      }
       const task = mutate(current.task, current)
       if (task === null) return current
       const next = this.#next(current, task)
@@ -401,7 +438,10 @@ export class TaskService {
         sent.previous = current
         sent.next = next
       }
-      if (await this.store.replace(next)) return this.#published(current, next, slot?.chunk)
+      const event = eventOf(current, next, slot?.chunk)
+      const announced = store.announces === true && event !== undefined
+      const outcome = await store.replace(next, announced ? event : undefined)
+      if (outcome !== false) return this.#published(current, next, event, announced, this.#pushConfigs(outcome))
       if (sent !== undefined) sent.next = undefined
     }
     /* c8 ignore next -- only reachable under sustained write contention on one task */
@@ -435,6 +475,11 @@ export class TaskService {
 
   #next (current: StoredTask, task: Task): StoredTask {
     return { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
+  }
+
+  /** What a write's outcome says of the task's push configs, when its store can tell (`recordsPush`). */
+  #pushConfigs (outcome: ReplaceOutcome): boolean | undefined {
+    return this.store.recordsPush === true ? outcome === 'outbox' : undefined
   }
 
   /**
@@ -475,43 +520,31 @@ export class TaskService {
   }
 
   /**
-   * Tells subscribers and status listeners about a write that has happened. Their failures are logged and go no
-   * further: the write stands, and the task's run must not be failed by a listener.
+   * Tells subscribers and status listeners about a write that has happened: its `event` goes to this process's
+   * listeners, and to the other instances' unless the store `announced` it with the write. Their failures are logged
+   * and go no further: the write stands, and the task's run must not be failed by a listener.
    */
-  #published (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): StoredTask {
-    try {
-      this.#publish(previous, next, chunk)
-    } catch (err) {
-      this.#log.error({ err, taskId: next.task.id }, 'task event listener failed')
+  #published (previous: StoredTask, next: StoredTask, event: TaskEvent | undefined, announced: boolean, pushConfigs: boolean | undefined): StoredTask {
+    const id = next.task.id
+    if (this.#latest.has(id)) this.#latest.set(id, next)
+    if (event !== undefined) {
+      try {
+        if (announced) this.bus.deliver(id, event)
+        else this.bus.publish(id, event)
+      } catch (err) {
+        this.#log.error({ err, taskId: id }, 'task event listener failed')
+      }
     }
     if (previous.task.status.state !== next.task.status.state) {
       for (const listener of this.#statusListeners) {
         try {
-          listener(next, previous.task.status.state)
+          listener(next, previous.task.status.state, pushConfigs)
         } catch (err) {
           this.#log.error({ err, taskId: next.task.id }, 'task status listener failed')
         }
       }
     }
     return next
-  }
-
-  #publish (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): void {
-    const before = previous.task
-    const after = next.task
-    if (before.status !== after.status) {
-      this.bus.publish(after.id, { type: 'status', version: next.version, task: after, final: isSettled(after.status.state) })
-    } else if (before.artifacts !== after.artifacts) {
-      this.bus.publish(after.id, {
-        type: 'artifact',
-        version: next.version,
-        task: after,
-        // The executor's events leave their chunk in a slot; a change made through `update` alone is looked up.
-        artifact: chunk?.artifact ?? changedArtifact(before, after),
-        append: chunk?.append ?? false,
-        lastChunk: chunk?.lastChunk ?? true
-      })
-    }
   }
 
   /**
@@ -558,9 +591,12 @@ export class TaskService {
       }
     } finally {
       run.ended = true
+      const last = this.#latest.get(taskId)
       if (this.#running.get(taskId) === run) this.#running.delete(taskId)
+      this.#latest.delete(taskId)
       if (leases !== undefined) {
-        if (stranded) leases.abandon(taskId)
+        // The write that made the task terminal dropped its lease (`TaskStore.leasesOnInsert`).
+        if (stranded || (this.store.leasesOnInsert === true && last !== undefined && isTerminal(last.task.status.state))) leases.abandon(taskId)
         else await leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
       }
     }
@@ -739,6 +775,27 @@ function agentMessage (task: Task, content: MessageContent, metadata?: Record<st
   }
   if (metadata !== undefined) message.metadata = metadata
   return message
+}
+
+/** The event a write publishes: a status change, else an artifact change, else none (a history-only write). */
+function eventOf (previous: StoredTask, next: StoredTask, chunk: ArtifactChunk | undefined): TaskEvent | undefined {
+  const before = previous.task
+  const after = next.task
+  if (before.status !== after.status) {
+    return { type: 'status', version: next.version, task: after, final: isSettled(after.status.state) }
+  }
+  if (before.artifacts !== after.artifacts) {
+    return {
+      type: 'artifact',
+      version: next.version,
+      task: after,
+      // The executor's events leave their chunk in a slot; a change made through `update` alone is looked up.
+      artifact: chunk?.artifact ?? changedArtifact(before, after),
+      append: chunk?.append ?? false,
+      lastChunk: chunk?.lastChunk ?? true
+    }
+  }
+  return undefined
 }
 
 /** The stored record is exactly the one a write sent: that write landed, though its answer was lost. */

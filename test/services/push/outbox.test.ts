@@ -25,7 +25,7 @@ t.test('a state change of a task with push configs is recorded with the write; s
   await client.hset('p:with', 'order', '["default"]')
   for (const id of ['with', 'without']) {
     await store.insert(record(id, 'submitted', 1))
-    t.equal(await store.replace(record(id, 'in_progress', 2)), true)
+    t.equal(await store.replace(record(id, 'in_progress', 2)), id === 'with' ? 'outbox' : true, 'the write says whether the task had configs')
     t.equal(await store.replace(record(id, 'in_progress', 3)), true, 'a status update in the same state')
   }
   t.same(await client.zrange(keys.queue, 0, -1), [outboxMember('with', 2)])

@@ -100,6 +100,52 @@ t.test('an abort request reaches every instance\'s handler', async t => {
   t.same(heard.sort(), ['a:t9', 'b:t9'])
 })
 
+t.test('a local listener hears its own process and the cancellations made elsewhere, at no subscription', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  b.onAbortRequest(() => {})
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}abort`))[1]) === 2)
+  const seen: string[] = []
+  const sub = b.subscribe('t1', e => seen.push(`${e.type}:${e.version}`), { local: true })
+  await sub.ready
+  t.equal(Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]), 0, 'no channel subscription')
+  t.equal(b.listenerCount('t1'), 1)
+  b.deliver('t1', event('t1', 2))
+  t.same(seen, ['status:2'], 'this process\'s events, at once')
+  a.publish('t1', event('t1', 3))
+  // The cancel made on A reaches B's local listener with the abort request; B's own requests do not echo.
+  const canceled: TaskEvent = { type: 'status', version: 4, task: { ...task('t1'), status: { state: 'canceled', timestamp: '2026-01-01T00:00:01.000Z' } }, final: true }
+  a.requestAbort('t1', canceled)
+  b.requestAbort('t1', event('t1', 9))
+  a.requestAbort('t2', event('t2', 5))
+  await until(() => seen.length === 2)
+  t.same(seen, ['status:2', 'status:4'], 'A\'s published event does not reach it; the cancellation does, once')
+  sub()
+  t.equal(b.listenerCount(), 0)
+})
+
+t.test('an abort request from an instance of an earlier release (a bare task id) still reaches the handlers', async t => {
+  const { client, a, keyPrefix } = await pair(t)
+  const heard: string[] = []
+  a.onAbortRequest(id => heard.push(id))
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}abort`))[1]) >= 1)
+  await client.publish(`${keyPrefix}abort`, 't7')
+  await client.publish(`${keyPrefix}abort`, `${randomUUID()}\nt8`)
+  await until(() => heard.length === 2)
+  t.same(heard, ['t7', 't8'])
+})
+
+t.test('an announced message is the event as published, with the task serialized once', async t => {
+  const { client, a, b } = await pair(t)
+  const seen: TaskEvent[] = []
+  const sub = b.subscribe('t1', e => seen.push(e))
+  await sub.ready
+  const e: TaskEvent = { type: 'artifact', version: 3, task: task('t1'), artifact: { artifactId: 'x', parts: [{ kind: 'text', text: 'hi' }] }, append: true, lastChunk: false }
+  const message = a.message(e, JSON.stringify(e.task))
+  await client.publish(a.channel('t1'), message)
+  await until(() => seen.length === 1)
+  t.same(seen[0], e)
+})
+
 t.test('an unreadable message and a throwing listener are logged and go no further', async t => {
   const { client, b, keyPrefix } = await pair(t)
   const seen: number[] = []

@@ -3,8 +3,9 @@ import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
+import type { TaskEvent } from '../../../services/tasks/event-bus.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
-import { redisDb, silentServer, until } from '../../helper.js'
+import { privateRedis, redisDb, silentServer, until } from '../../helper.js'
 import { clock, moved, record, storeContract } from './store-contract.js'
 
 // This file owns db 9 of the Redis on 127.0.0.1:6379; redisDb flushes it before and after each use, and fails
@@ -69,6 +70,47 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
   const page = await store.list({ owner: 'alice', pageSize: 1 })
   t.equal(page.nextPageToken, '')
   t.equal(Buffer.from((await store.list({ pageSize: 1 })).nextPageToken, 'base64url').toString(), 'r:2')
+})
+
+t.test('leases: an unfinished insert takes one, a terminal insert none; the write that ends the task drops it', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, leaseTtlMs: 60_000 })
+  const c = clock()
+  const running = record('running', c.ms)
+  await store.insert(running)
+  await store.insert(record('done', c.ms, { state: 'completed' }))
+  t.same(await client.zrange(`${PREFIX}leases`, 0, -1), ['running'])
+  const working = moved(running, 'in_progress')
+  await store.replace(working)
+  t.same(await client.zrange(`${PREFIX}leases`, 0, -1), ['running'], 'a change that does not end the task keeps it')
+  await store.replace(moved(working, 'completed'))
+  t.same(await client.zrange(`${PREFIX}leases`, 0, -1), [])
+})
+
+t.test('a write given its event publishes it on the task\'s channel from the same script; without one, nothing', async t => {
+  const client = await redisDb(t, DB)
+  const announced: string[] = []
+  const announcer = {
+    channel: (taskId: string) => `${PREFIX}events:${taskId}`,
+    message: (event: TaskEvent, taskJson: string) => `${event.type}:${event.version}:${taskJson}`
+  }
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, announcer })
+  t.equal(store.announces, true)
+  const sub = client.duplicate()
+  t.teardown(() => sub.disconnect())
+  await sub.subscribe(`${PREFIX}events:a1`)
+  sub.on('message', (_channel: string, message: string) => announced.push(message))
+  const c = clock()
+  const r1 = record('a1', c.ms)
+  await store.insert(r1)
+  const r2 = moved(r1, 'in_progress')
+  t.equal(await store.replace(r2, { type: 'status', version: 2, task: r2.task, final: false }), true)
+  const r3 = moved(r2, 'completed')
+  t.equal(await store.replace(r3), true)
+  t.equal(await store.replace(moved(r1, 'failed'), { type: 'status', version: 2, task: r1.task, final: true }), false, 'a write that lost')
+  await client.publish(`${PREFIX}events:a1`, 'end')
+  await until(() => announced.includes('end'))
+  t.same(announced, [`status:2:${JSON.stringify(r2.task)}`, 'end'], 'the one write given an event, and that landed')
 })
 
 t.test('a terminal write sets the expiry to the TTL and renews it; a later write keeps it', async t => {
@@ -240,7 +282,11 @@ t.test('claimInterrupted hands out interrupted tasks by their last update, and a
 })
 
 t.test('a list filtered by context or state reads that index: a page costs its size, not the owner\'s history', async t => {
-  const client = await redisDb(t, DB)
+  // A Redis of its own: INFO commandstats counts every database's calls, other files' included.
+  const redis = await privateRedis(t)
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
   const c = clock()
   for (let i = 0; i < 2000; i++) {

@@ -5,7 +5,7 @@ import { ANONYMOUS } from '../../../services/auth/principal.js'
 import { StorageUnavailable } from '../../../services/errors.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
-import type { StoredTask } from '../../../services/tasks/store.js'
+import type { ReplaceOutcome, StoredTask } from '../../../services/tasks/store.js'
 import { TaskService } from '../../../services/tasks/task-service.js'
 import { logCapture, privateRedis, until } from '../../helper.js'
 
@@ -19,7 +19,7 @@ class FaultyStore extends RedisTaskStore {
   /** Writes that lose their compare-and-set, as if another writer got there first. */
   conflict = 0
 
-  override async replace (next: StoredTask): Promise<boolean> {
+  override async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     if (this.conflict > 0) {
       this.conflict--
       return false
@@ -28,7 +28,7 @@ class FaultyStore extends RedisTaskStore {
       this.refuse--
       throw new StorageUnavailable('redis replied OOM')
     }
-    const written = await super.replace(next)
+    const written = await super.replace(next, event)
     if (this.lose > 0) {
       this.lose--
       throw new StorageUnavailable('redis command timed out')
