@@ -127,29 +127,44 @@ t.test('a blocking send on A ends with the cancel made on B at once, though A\'s
   t.equal((await call(b.app, 'tasks/get', { id })).body.result.status.state, 'canceled')
 })
 
-t.test('a blocking send costs no subscription, no event round trip and no read of its task', async t => {
+t.test('what a send or a stream costs Redis: one round trip per write, and one write for an agent that answers at once', async t => {
   const client = await redisDb(t, DB)
-  const a = await listen(t, { executor, config: shared() })
+  const atOnce: AgentExecutor = ctx => `echo: ${ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''}`
+  const a = await listen(t, { executor: atOnce, config: shared() })
+  // The file's executor: an async generator, whose events come after the task is stored.
+  const b = await listen(t, { executor, config: shared() })
   await call(a.app, 'message/send', { message: userMessage('warm up') })
-  // Every command the instance sends over a connection (not those its scripts run), in this file's db.
+  await call(b.app, 'message/send', { message: userMessage('warm up') })
+  // Every command the instances send over a connection (not those their scripts run), in this file's db.
   const monitor = await client.monitor()
   t.teardown(() => monitor.disconnect())
   const sent: string[][] = []
   monitor.on('monitor', (_time: string, args: string[], source: string, database: string) => {
     if (source !== 'lua' && database === String(DB)) sent.push(args)
   })
-  const ids: string[] = []
-  for (let i = 0; i < 5; i++) {
-    const res = await call(a.app, 'message/send', { message: userMessage(`hello ${i}`) })
-    t.equal(res.body.result.status.state, 'completed')
-    ids.push(res.body.result.id)
+  const ids = new Map<string, number>()
+  for (let i = 0; i < 3; i++) {
+    for (const [app, writes] of [[a.app, 1], [b.app, 3]] as const) {
+      const res = await call(app, 'message/send', { message: userMessage(`hello ${i}`) })
+      t.equal(res.body.result.status.state, 'completed')
+      ids.set(res.body.result.id, writes)
+    }
+  }
+  // A stream of a new task follows it in the process that runs it: no SUBSCRIBE either.
+  for (const [url, writes] of [[a.url, 1], [b.url, 3]] as const) {
+    const stream = await postStream(url, rpc('message/stream', { message: userMessage('streamed') }))
+    const last = stream.events[stream.events.length - 1].result
+    t.equal(last.status.state, 'completed')
+    ids.set(last.taskId ?? last.id, writes)
   }
   await client.ping()
-  for (const id of ids) {
+  for (const [id, writes] of ids) {
     const mine = sent.filter(args => args.some(arg => String(arg).includes(id)))
     t.same(mine.map(args => String(args[0]).toLowerCase()).filter(name => name !== 'evalsha'), [],
       `task ${id}: only scripts, no SUBSCRIBE, PUBLISH, HGET or ZREM`)
-    t.equal(mine.length, 4, 'the insert and three changes, one script each')
+    t.equal(mine.length, writes, writes === 1
+      ? 'at once: the task stored once, finished'
+      : 'an async generator: the task stored in progress, then its artifact and its completion')
   }
 })
 

@@ -100,6 +100,63 @@ t.test('on Redis, max_live_per_principal holds and interrupted_ttl cancels waiti
   t.equal((await call('message/send', { message: userMessage('d') })).status, 200, 'the canceled tasks freed their places')
 })
 
+t.test('on Redis, a new task is stored after its first turn ran as far as it runs at once: refused then, the turn is aborted', async t => {
+  const redis = await privateRedis(t)
+  let started = 0
+  let aborted = 0
+  // "now" answers at once; anything else waits until it is aborted.
+  const mixed: AgentExecutor = ctx => {
+    const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+    if (text === 'now') return 'done at once'
+    if (text === 'soon') return Promise.resolve('done a moment later')
+    started++
+    return new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => { aborted++; resolve() }))
+  }
+  const app = await build(t, {
+    executor: mixed,
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', max_live_per_principal: 1 },
+      push_notifications: { backend: 'kvcache' },
+      server: { shutdown_timeout: 0.5 }
+    }
+  })
+  const call = async (method: string, params: unknown) => {
+    const res = await app.inject({ method: 'POST', url: '/', payload: rpc(method, params) })
+    return { status: res.statusCode, body: res.json() }
+  }
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+
+  const first = (await call('message/send', { message: userMessage('wait'), configuration: { blocking: false } })).body.result
+  t.equal(first.status.state, 'submitted', 'a non-blocking send answers with the task as created')
+  t.equal((await call('tasks/get', { id: first.id })).body.result.status.state, 'in_progress', 'stored as its turn left it')
+  t.same(await client.zrange('a2a:task:leases', 0, -1), [first.id], 'a run that goes on holds a lease')
+
+  const refused = await call('message/send', { message: userMessage('wait') })
+  t.equal(refused.status, 429)
+  t.match(refused.body, { error: { code: -32012 } })
+  await until(() => aborted === 1)
+  t.equal(started, 2, 'the refused task\'s turn had begun; it was aborted')
+  const streamed = await app.inject({ method: 'POST', url: '/', payload: rpc('message/stream', { message: userMessage('wait') }) })
+  t.equal(streamed.statusCode, 429, 'a stream of a refused task too')
+  await until(() => aborted === 2)
+  // Its answer came while the insert was on its way: the write waited for the insert, and went with it.
+  const soon = await call('message/send', { message: userMessage('soon') })
+  t.equal(soon.status, 429)
+  await until(() => app.a2aTasks.running === 1 && app.a2aTasks.bus.listenerCount() === 0)
+  t.same((await call('tasks/list', {})).body.result.tasks.map((x: { id: string }) => x.id), [first.id], 'nothing of them was stored')
+  t.same(await client.zrange('a2a:task:leases', 0, -1), [first.id], 'and no lease was left behind')
+
+  const now = await call('message/send', { message: userMessage('now') })
+  t.equal(now.body.result.status.state, 'completed', 'a task that ends in its first turn takes no place')
+  t.same(await client.zrange('a2a:task:leases', 0, -1), [first.id], 'nor a lease')
+  t.equal((await call('tasks/cancel', { id: first.id })).body.result.status.state, 'canceled')
+  await until(() => app.a2aTasks.running === 0)
+  t.same(await client.zrange('a2a:task:leases', 0, -1), [], 'the cancel dropped the last lease')
+})
+
 /** A standalone server with a small heap, for the memory bound. */
 async function smallHeap (t: Test) {
   const dir = t.testdir({ 'agent.yml': 'agent:\n  name: Heap Agent\ntasks:\n  max_bytes: 67108864\n' })

@@ -111,9 +111,16 @@ export class A2AOperations {
     }
     // The task is stored before the first event is written, and followed before it starts.
     let events: TaskEventStream | undefined
-    await this.#route(input, principal, record => {
-      events = new TaskEventStream(this.tasks.bus, record.task.id, { dialect: wire, mode: 'message' }).start(record)
-    })
+    try {
+      await this.#route(input, principal, record => {
+        // Its run is in this process, which writes its events: no subscription in Redis (see TaskService.start).
+        events = new TaskEventStream(this.tasks.bus, record.task.id, { dialect: wire, mode: 'message', local: true }).start(record)
+      })
+    } catch (err) {
+      // Followed, then not stored (its first turn ran before the insert, which failed).
+      events?.close()
+      throw err
+    }
     return events as TaskEventStream
   }
 
@@ -171,15 +178,7 @@ export class A2AOperations {
     const { message, pushConfig, pushVersion } = input
     if (message.taskId !== undefined) return this.#join(message.taskId, message, principal, input)
     const attach = pushConfig === undefined ? undefined : (taskId: string) => (this.push as PushService).set(taskId, pushConfig, pushVersion)
-    const created = this.tasks.create(message, principal, input.metadata, attach)
-    if (created instanceof Promise) return created.then(record => this.#started(record, principal, joined))
-    return this.#started(created, principal, joined)
-  }
-
-  #started (record: StoredTask, principal: Principal, joined?: (record: StoredTask) => void): StoredTask {
-    joined?.(record)
-    this.tasks.dispatch(record, principal)
-    return record
+    return this.tasks.start(message, principal, input.metadata, attach, joined)
   }
 
   async #join (taskId: string, message: Message, principal: Principal, input: SendInput): Promise<StoredTask> {

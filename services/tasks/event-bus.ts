@@ -42,6 +42,12 @@ export interface TaskEventBus {
    * write. It costs no subscription in Redis, and is ready at once.
    */
   subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription
+  /**
+   * The task's run in this process ended with `local` listeners still waiting for it to settle (another instance
+   * settles it, or will: a turn it took, the reaper): from now on they hear every instance's events. Resolves once
+   * they do; undefined when there were none, or nothing to change (memory: a listener hears every write).
+   */
+  follow (taskId: string): Promise<void> | undefined
   /** Listeners on one task, or on all tasks: leak checks and metrics. */
   listenerCount (taskId?: string): number
   /**
@@ -71,6 +77,10 @@ export class MemoryTaskEventBus implements TaskEventBus {
 
   deliver (taskId: string, event: TaskEvent): void {
     this.publish(taskId, event)
+  }
+
+  follow (): undefined {
+    return undefined
   }
 
   publish (taskId: string, event: TaskEvent): void {

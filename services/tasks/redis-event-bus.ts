@@ -13,6 +13,14 @@ export interface RedisTaskEventBusOptions {
 /** Length of the origin tag (a UUID and a newline) in front of every event and abort message. */
 const ORIGIN_LENGTH = 37
 
+const READY: Promise<void> = Promise.resolve()
+
+/** A `local` subscription: its listener, and how to remove it from where it listens now. */
+interface LocalSub {
+  readonly listener: TaskEventListener
+  off: () => void
+}
+
 /** How a write script publishes its change to the other instances (RedisTaskStore's `announcer`). */
 export interface TaskEventAnnouncer {
   /** The task's channel. */
@@ -42,6 +50,8 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   readonly #local = new MemoryTaskEventBus()
   /** `local` listeners: this process's events and cancellations only. */
   readonly #localOnly = new MemoryTaskEventBus()
+  /** The `local` subscriptions of each task, so that `follow` can move them to the channel. */
+  readonly #localSubs = new Map<string, Set<LocalSub>>()
   readonly #origin = randomUUID() + '\n'
   readonly #eventsPrefix: string
   readonly #abortChannel: string
@@ -94,7 +104,7 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   }
 
   subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription {
-    if (opts?.local === true) return this.#localOnly.subscribe(taskId, listener)
+    if (opts?.local === true) return this.#subscribeLocal(taskId, listener)
     const first = this.#local.listenerCount(taskId) === 0
     const unsubscribe = this.#local.subscribe(taskId, listener)
     if (first) this.#channels.set(taskId, this.#listen(taskId))
@@ -108,6 +118,34 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
       this.#channels.delete(taskId)
       this.#sub.unsubscribe(this.#eventsPrefix + taskId).catch(() => {})
     }, { ready })
+  }
+
+  follow (taskId: string): Promise<void> | undefined {
+    const subs = this.#localSubs.get(taskId)
+    if (subs === undefined) return undefined
+    this.#localSubs.delete(taskId)
+    const ready: Array<Promise<void>> = []
+    for (const sub of subs) {
+      sub.off()
+      const followed = this.subscribe(taskId, sub.listener)
+      sub.off = followed
+      ready.push(followed.ready)
+    }
+    return Promise.all(ready).then(() => {})
+  }
+
+  /** A `local` listener, behind an unsubscribe that still works once `follow` has moved it to the channel. */
+  #subscribeLocal (taskId: string, listener: TaskEventListener): Subscription {
+    let subs = this.#localSubs.get(taskId)
+    if (subs === undefined) this.#localSubs.set(taskId, (subs = new Set()))
+    const sub: LocalSub = { listener, off: this.#localOnly.subscribe(taskId, listener) }
+    subs.add(sub)
+    const all = subs
+    return Object.assign(() => {
+      sub.off()
+      all.delete(sub)
+      if (all.size === 0 && this.#localSubs.get(taskId) === all) this.#localSubs.delete(taskId)
+    }, { ready: READY })
   }
 
   listenerCount (taskId?: string): number {
@@ -130,6 +168,7 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     this.#closed = true
     await this.#local.close()
     await this.#localOnly.close()
+    this.#localSubs.clear()
     this.#channels.clear()
     this.#sub.disconnect()
   }

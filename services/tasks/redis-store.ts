@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { recordJson, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { recordJson, type InsertOptions, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
 
@@ -245,13 +245,13 @@ export class RedisTaskStore implements TaskStore {
     this.#commands = client as unknown as TaskCommands
   }
 
-  async insert (record: StoredTask): Promise<void> {
+  async insert (record: StoredTask, opts?: InsertOptions): Promise<void> {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
       this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`, this.#liveKey(owner),
       this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state,
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
-      `${owner.length}:${owner}${task.id}`, this.#expiry(record), this.#leaseTtlMs, task.id, this.#maxLive,
+      `${owner.length}:${owner}${task.id}`, this.#expiry(record), opts?.lease === false ? '' : this.#leaseTtlMs, task.id, this.#maxLive,
       isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs
     ))
     if (inserted === -1) throw new LiveTaskLimit(owner)

@@ -13,6 +13,11 @@ export interface StoredTask {
   readonly updatedAt: number
 }
 
+export interface InsertOptions {
+  /** A store that `leasesOnInsert`: false stores the task without a lease (its run has ended already). Default true. */
+  lease?: boolean
+}
+
 export interface TaskListQuery {
   /** Only tasks of this owner; undefined lists every owner's (not used by the methods today). */
   owner?: string
@@ -50,7 +55,7 @@ export interface TaskStore {
    * Stores a new task (version 1). Throws TaskStoreFull when the store is full of unfinished tasks, and
    * LiveTaskLimit when its owner holds `tasks.max_live_per_principal` unfinished tasks.
    */
-  insert (record: StoredTask): Promise<void>
+  insert (record: StoredTask, opts?: InsertOptions): Promise<void>
   get (id: string): Promise<StoredTask | null>
   /**
    * Compare-and-set: writes `next` only if the stored version is `next.version - 1`. Returns false when another

@@ -87,6 +87,22 @@ interface ArtifactChunk {
   lastChunk: boolean
 }
 
+/** A change written to a task not stored yet: published once the task is (see `TaskService.start`). */
+interface DraftChange {
+  readonly previous: StoredTask
+  readonly next: StoredTask
+  readonly event: TaskEvent | undefined
+}
+
+/** A new task whose first turn runs before it is stored, as far as the turn runs at once (see `TaskService.start`). */
+interface Draft {
+  /** The task as the turn has left it so far. */
+  record: StoredTask
+  readonly changes: DraftChange[]
+  /** The insert, once begun: a write made after that waits for it. Rejects when the task could not be stored. */
+  stored?: Promise<void>
+}
+
 /** Where a mutation that adds an artifact leaves the chunk its event is to carry. */
 interface ChunkSlot {
   chunk?: ArtifactChunk
@@ -118,6 +134,10 @@ export class TaskService {
    * Kept for a store across the network only, from `dispatch` to the end of the run.
    */
   readonly #latest = new Map<string, StoredTask>()
+  /** New tasks whose first turn is running before they are stored (see `start`). */
+  readonly #drafts = new Map<string, Draft>()
+  /** A task `start` stored in the state its turn had reached, by the record `start` returned: `waitSettled` reads it. */
+  readonly #outcomes = new WeakMap<object, StoredTask>()
   readonly #statusListeners: StatusListener[] = []
   readonly #createListeners: Array<(record: StoredTask) => void> = []
   readonly #beforeReap: Array<() => Promise<unknown>> = []
@@ -185,7 +205,58 @@ export class TaskService {
     return this.#insert(id, message, principal, metadata)
   }
 
-  #insert (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): MaybePromise<StoredTask> {
+  /**
+   * A new task, started: `create`, then `started` (a stream follows the task from there), then `dispatch`. Over a
+   * store across the network, with nothing to prepare, the task's first turn runs before the task is stored, as far
+   * as it runs at once: the task is then stored in one write, in the state the turn left it in (a task whose executor
+   * answered at once is stored once, finished, instead of once per change), and its events are published once it is
+   * stored. Either way the task is stored when the promise resolves, to the task as it was created.
+   */
+  start (message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined,
+    prepare?: (taskId: string) => Promise<unknown>, started?: (record: StoredTask) => void): MaybePromise<StoredTask> {
+    if (prepare !== undefined || this.store.sync !== undefined) {
+      const created = this.create(message, principal, metadata, prepare)
+      if (created instanceof Promise) return created.then(record => this.#begin(record, principal, started))
+      return this.#begin(created, principal, started)
+    }
+    const record = this.#newRecord(newId(), message, principal, metadata)
+    const draft: Draft = { record, changes: [] }
+    this.#drafts.set(record.task.id, draft)
+    started?.(record)
+    this.dispatch(record, principal)
+    return this.#store(draft, record)
+  }
+
+  #begin (record: StoredTask, principal: Principal, started: ((record: StoredTask) => void) | undefined): StoredTask {
+    started?.(record)
+    this.dispatch(record, principal)
+    return record
+  }
+
+  /**
+   * Stores a draft as its turn has left it: with a lease while the run goes on (its later writes wait for the
+   * insert), without one when the turn has ended. If the task cannot be stored, its run is aborted.
+   */
+  async #store (draft: Draft, created: StoredTask): Promise<StoredTask> {
+    const id = created.task.id
+    const stored = this.store.insert(draft.record, { lease: this.#running.has(id) }).then(() => {
+      this.#drafts.delete(id)
+      this.#outcomes.set(created, draft.record)
+      this.#created(created)
+      // Nobody elsewhere can follow a task before it is stored: its events so far go to this process only.
+      for (const change of draft.changes) this.#published(change.previous, change.next, change.event, true, false)
+    }, (err: unknown) => {
+      this.#drafts.delete(id)
+      this.#stop(id)
+      throw err
+    })
+    draft.stored = stored
+    stored.catch(() => {})
+    await stored
+    return created
+  }
+
+  #newRecord (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): StoredTask {
     const contextId = message.contextId ?? newId()
     const now = this.#now()
     const task: Task = {
@@ -197,7 +268,11 @@ export class TaskService {
       history: [historyEntry(message, id, contextId)],
       metadata: metadata ?? null
     }
-    const record: StoredTask = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
+    return { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
+  }
+
+  #insert (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): MaybePromise<StoredTask> {
+    const record = this.#newRecord(id, message, principal, metadata)
     const sync = this.store.sync
     if (sync === undefined) return this.store.insert(record).then(() => this.#created(record))
     sync.insertNow(record)
@@ -342,7 +417,7 @@ export class TaskService {
    */
   waitSettled (record: SettledTask, timeoutMs: number): MaybePromise<SettledTask> {
     const sync = this.store.sync
-    const now = sync?.getNow(record.task.id)
+    const now = sync?.getNow(record.task.id) ?? this.#outcomes.get(record)
     if (now != null && now.version > record.version && isSettled(now.task.status.state)) return now
     return this.#waitSettled(record, timeoutMs)
   }
@@ -352,8 +427,8 @@ export class TaskService {
     const known = this.#latest.get(taskId)
     if (known !== undefined && known.version > record.version && isSettled(known.task.status.state)) return known
     // A task that runs here is written here: its events are heard in this process, and a cancel made elsewhere comes
-    // with the abort request. Whatever else may write it (a turn that another instance ran) ends this run: the wait
-    // then reads the task. Elsewhere, the wait follows the task's channel.
+    // with the abort request. Should the run end before the task settles, the wait follows every instance from then
+    // on (`#rejoin`). A task that runs elsewhere is followed on its channel.
     const run = this.#running.get(taskId)
     const settled = await new Promise<SettledTask | null>(resolve => {
       const timer = setTimeout(() => finish(null), timeoutMs)
@@ -368,16 +443,13 @@ export class TaskService {
         unsubscribe()
         resolve(value)
       }
-      const check = (): void => {
-        if (done) return
+      // The task may have settled between the caller's read and this subscription. (A store in this process was
+      // read by `waitSettled` just before, with nothing in between; a run here writes after this.)
+      if (run === undefined && this.store.sync === undefined) {
         this.store.get(taskId).then(now => {
           if (now !== null && now.version > record.version && isSettled(now.task.status.state)) finish(now)
         }, () => {})
       }
-      // The task may have settled between the caller's read and this subscription. (A store in this process was
-      // read by `waitSettled` just before, with nothing in between.)
-      if (run !== undefined) run.done.then(check, check)
-      else if (this.store.sync === undefined) check()
     })
     if (settled !== null) return settled
     this.#log.debug({ taskId }, 'blocking wait timed out')
@@ -401,7 +473,11 @@ export class TaskService {
    */
   #write (id: string, mutate: Mutation, slot?: ChunkSlot): MaybePromise<StoredTask> {
     const sync = this.store.sync
-    if (sync === undefined) return this.#writeAsync(id, mutate, slot)
+    if (sync === undefined) {
+      const draft = this.#drafts.get(id)
+      if (draft === undefined) return this.#writeAsync(id, mutate, slot)
+      return this.#writeDraft(draft, id, mutate, slot, () => this.#writeAsync(id, mutate, slot))
+    }
     // Nothing runs between this read and this write, so the compare-and-set cannot lose: no retry.
     const current = sync.getNow(id)
     if (current === null) throw new TaskNotFound(id)
@@ -455,7 +531,24 @@ export class TaskService {
    */
   #runWrite (id: string, mutate: Mutation, slot?: ChunkSlot): MaybePromise<StoredTask> {
     if (this.store.sync !== undefined) return this.#write(id, mutate, slot)
+    const draft = this.#drafts.get(id)
+    if (draft !== undefined) return this.#writeDraft(draft, id, mutate, slot, () => this.#retried(id, mutate, slot))
     return this.#retried(id, mutate, slot)
+  }
+
+  /**
+   * A write to a task not stored yet: made in memory, at once, while its turn runs at once; once the insert has
+   * begun, made after it by `then`. A task that could not be stored is not found.
+   */
+  #writeDraft (draft: Draft, id: string, mutate: Mutation, slot: ChunkSlot | undefined, then: () => Promise<StoredTask>): MaybePromise<StoredTask> {
+    if (draft.stored !== undefined) return draft.stored.then(then, () => { throw new TaskNotFound(id) })
+    const current = draft.record
+    const task = mutate(current.task, current)
+    if (task === null) return current
+    const next = this.#next(current, task)
+    draft.record = next
+    draft.changes.push({ previous: current, next, event: eventOf(current, next, slot?.chunk) })
+    return next
   }
 
   async #retried (id: string, mutate: Mutation, slot: ChunkSlot | undefined): Promise<StoredTask> {
@@ -591,15 +684,36 @@ export class TaskService {
       }
     } finally {
       run.ended = true
-      const last = this.#latest.get(taskId)
       if (this.#running.get(taskId) === run) this.#running.delete(taskId)
+      // A task not stored when its turn ended is stored without a lease. (A run that writes waits for its task's
+      // insert: only a run aborted meanwhile could end while it is in flight, and its abort was a write after it.)
+      const draft = this.#drafts.get(taskId)
+      const unleased = draft !== undefined && draft.stored === undefined
+      const last = this.#latest.get(taskId)
       this.#latest.delete(taskId)
+      if (draft === undefined) this.#rejoin(taskId)
       if (leases !== undefined) {
         // The write that made the task terminal dropped its lease (`TaskStore.leasesOnInsert`).
-        if (stranded || (this.store.leasesOnInsert === true && last !== undefined && isTerminal(last.task.status.state))) leases.abandon(taskId)
-        else await leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
+        if (stranded || unleased || (this.store.leasesOnInsert === true && last !== undefined && isTerminal(last.task.status.state))) {
+          leases.abandon(taskId)
+        } else {
+          await leases.release(taskId).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task lease not released'))
+        }
       }
     }
+  }
+
+  /**
+   * A run here ended with `local` listeners (blocking waits, streams) still waiting for its task to settle: another
+   * instance's turn settled it, or the reaper will. They follow every instance from now on, and get the task as it
+   * now stands (a listener drops what it has seen by its version).
+   */
+  #rejoin (taskId: string): void {
+    const followed = this.bus.follow(taskId)
+    if (followed === undefined) return
+    followed.then(() => this.store.get(taskId)).then(now => {
+      if (now !== null) this.bus.deliver(taskId, { type: 'status', version: now.version, task: now.task, final: isSettled(now.task.status.state) })
+    }).catch((err: unknown) => this.#log.warn({ err, taskId }, 'task not read after its run ended'))
   }
 
   /**

@@ -34,7 +34,11 @@ export interface TaskEventStreamOptions {
    * (terminal, input_required or auth_required), as CONTRACT.md §7 says of every stream.
    */
   mode: 'message' | 'resubscribe'
+  /** A task this process runs: follow it as a `local` listener of the bus (no subscription in Redis). */
+  local?: boolean
 }
+
+const LOCAL = { local: true }
 
 // One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7). The bus
 // hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs
@@ -134,7 +138,7 @@ export class TaskEventStream {
     this.taskId = taskId
     this.#dialect = opts.dialect
     this.#mode = opts.mode
-    this.#unsubscribe = bus.subscribe(taskId, this.#onEvent)
+    this.#unsubscribe = bus.subscribe(taskId, this.#onEvent, opts.local === true ? LOCAL : undefined)
   }
 
   /** Settles once live events reach this stream: read the snapshot after it. */

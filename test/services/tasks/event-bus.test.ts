@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
-import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
+import { MemoryTaskEventBus, type TaskEvent, type TaskEventBus } from '../../../services/tasks/event-bus.js'
 
 const task: Task = {
   id: 't1',
@@ -151,4 +151,16 @@ t.test('a listener that throws does not keep the event from the others; the firs
   bus.subscribe('t1', e => { got.push(e.version) })
   t.throws(() => bus.publish('t1', event(1)), { message: 'first' })
   t.same(got, [1])
+})
+
+t.test('in memory, deliver is publish, a local listener is any listener, and there is nothing to follow', async t => {
+  const bus: TaskEventBus = new MemoryTaskEventBus()
+  const seen: number[] = []
+  const off = bus.subscribe('t1', e => seen.push(e.version), { local: true })
+  bus.deliver('t1', event(1))
+  bus.publish('t1', event(2))
+  t.same(seen, [1, 2])
+  t.equal(bus.follow('t1'), undefined)
+  off()
+  t.equal(bus.listenerCount(), 0)
 })

@@ -123,6 +123,40 @@ t.test('a local listener hears its own process and the cancellations made elsewh
   t.equal(b.listenerCount(), 0)
 })
 
+t.test('deliver reaches both kinds of listener though one throws; an unreadable cancellation is logged and dropped', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  const seen: string[] = []
+  const sub = b.subscribe('t1', () => { throw new Error('listener broke') })
+  await sub.ready
+  b.subscribe('t1', e => seen.push(`local:${e.version}`), { local: true })
+  t.throws(() => b.deliver('t1', event('t1', 2)), /listener broke/, 'the first failure is rethrown')
+  t.same(seen, ['local:2'], 'after the local listener had the event')
+  const heard: string[] = []
+  b.onAbortRequest(id => heard.push(id))
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}abort`))[1]) === 2)
+  await client.publish(`${keyPrefix}abort`, `${randomUUID()}\nt1\n{not json`)
+  a.requestAbort('t1', event('t1', 3))
+  await until(() => heard.length === 2)
+  t.same(heard, ['t1', 't1'], 'both requests still abort')
+  t.same(seen, ['local:2', 'local:3'], 'only the readable cancellation reached the listener')
+})
+
+t.test('follow moves the local listeners of a task to its channel; their unsubscribe still works', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  t.equal(b.follow('t1'), undefined, 'nothing to follow without local listeners')
+  const seen: number[] = []
+  const off = b.subscribe('t1', e => seen.push(e.version), { local: true })
+  a.publish('t1', event('t1', 1))
+  await (b.follow('t1') as Promise<void>)
+  t.equal(Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]), 1, 'subscribed now')
+  a.publish('t1', event('t1', 2))
+  await until(() => seen.length === 1)
+  t.same(seen, [2], 'what other instances publish from then on')
+  off()
+  t.equal(b.listenerCount(), 0)
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]) === 0)
+})
+
 t.test('an abort request from an instance of an earlier release (a bare task id) still reaches the handlers', async t => {
   const { client, a, keyPrefix } = await pair(t)
   const heard: string[] = []

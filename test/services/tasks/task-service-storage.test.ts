@@ -5,8 +5,8 @@ import { ANONYMOUS } from '../../../services/auth/principal.js'
 import { StorageUnavailable } from '../../../services/errors.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
-import type { ReplaceOutcome, StoredTask } from '../../../services/tasks/store.js'
-import { TaskService } from '../../../services/tasks/task-service.js'
+import type { InsertOptions, ReplaceOutcome, StoredTask } from '../../../services/tasks/store.js'
+import { SHUTDOWN_MESSAGE, TaskService } from '../../../services/tasks/task-service.js'
 import { logCapture, privateRedis, until } from '../../helper.js'
 
 /**
@@ -18,6 +18,13 @@ class FaultyStore extends RedisTaskStore {
   lose = 0
   /** Writes that lose their compare-and-set, as if another writer got there first. */
   conflict = 0
+  /** Inserts wait for this before they go to Redis. */
+  insertGate: Promise<void> | undefined
+
+  override async insert (record: StoredTask, opts?: InsertOptions): Promise<void> {
+    await this.insertGate
+    return await super.insert(record, opts)
+  }
 
   override async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     if (this.conflict > 0) {
@@ -57,6 +64,28 @@ async function harness (t: Test, executor: AgentExecutor, interruptedTtlMs?: num
   }
   return { store, service, logs, start, client }
 }
+
+t.test('a shutdown while a new task\'s insert is on its way: the task is stored, then failed, its events in order', async t => {
+  const { store, service } = await harness(t, () => new Promise<void>(() => {}))
+  let open!: () => void
+  store.insertGate = new Promise(resolve => { open = resolve })
+  const message = { kind: 'message' as const, role: 'user' as const, messageId: 'm2', parts: [{ kind: 'text' as const, text: 'go' }] }
+  const events: string[] = []
+  let id = ''
+  const started = service.start(message, ANONYMOUS, null, undefined, record => {
+    id = record.task.id
+    service.bus.subscribe(id, event => { events.push(event.task.status.state) })
+  })
+  t.equal(service.running, 1, 'its turn has begun (an executor that waits) before the task is stored')
+  const drained = service.drain(0)
+  open()
+  t.equal((await started).version, 1)
+  await drained
+  const { task } = await service.get(id, ANONYMOUS)
+  t.equal(task.status.state, 'failed', 'the shutdown\'s write waited for the insert')
+  t.equal(task.status.message?.parts[0].kind === 'text' && task.status.message.parts[0].text, SHUTDOWN_MESSAGE)
+  t.same(events, ['in_progress', 'failed'])
+})
 
 t.test('writes whose answers were lost after they landed are taken as done: nothing applied or published twice', async t => {
   const { store, service, start } = await harness(t, async function * () { yield 'result' })
