@@ -51,6 +51,7 @@ const round = ms => Math.round(ms * 100) / 100
 export async function sendLoad (url, { headers, connections, seconds, amount, method = 'message/send', rest = false }) {
   let rpcErrors = 0
   const result = await autocannon({
+    // Several URLs: autocannon shares the connections between them, round-robin.
     url: rest ? new URL('./message:send', url).href : url,
     method: 'POST',
     connections,

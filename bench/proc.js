@@ -18,21 +18,23 @@ export async function freePort () {
   return port
 }
 
-/** CPU seconds (user + system, every thread) the process has used so far. */
+/** CPU seconds (user + system, every thread) the process has used so far; of several processes, their sum. */
 export function cpuSeconds (pid) {
+  if (Array.isArray(pid)) return pid.reduce((sum, one) => sum + cpuSeconds(one), 0)
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK
 }
 
-/** Resident set size in MB (VmRSS). */
+/** Resident set size in MB (VmRSS); of several processes, their sum. */
 export function rssMb (pid) {
+  if (Array.isArray(pid)) return pid.reduce((sum, one) => sum + rssMb(one), 0)
   const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return kb === null ? NaN : Number(kb[1]) / 1024
 }
 
 /**
- * Watches a process while a load runs: CPU as a share of one core over the window, and the peak RSS (sampled every
+ * Watches a process (or several, summed) while a load runs: CPU as a share of one core over the window, and the peak RSS (sampled every
  * 200 ms). Call `stop()` at the end of the window.
  */
 export function watch (pid) {

@@ -8,7 +8,30 @@ export const END = '<!-- bench:end -->'
 const ratio = (a, b) => (b > 0 ? Math.round((a / b) * 100) / 100 : 0)
 
 /** The targets of the issue, each `{ name, value, goal, pass }`; a target whose figures are missing is left out. */
-export function checks (r) {
+export /**
+ * What an instance costs Redis, and how many instances one Redis can carry, from this run's figures: the Redis CPU
+ * per send (measured on a throwaway redis-server) times the sends per second one instance did.
+ */
+function scale (r) {
+  const rows = ['ours-redis', 'ours-redis-2'].map(id => r.targets[id]).filter(t => t?.redis?.redisCpuMsPer1000 != null && t.send !== undefined)
+  if (rows.length === 0) return []
+  const out = ['#### Instances per Redis', '',
+    '| run | req/s (all instances) | req/s per instance | commands/s per instance | Redis CPU ms per 1,000 sends | Redis CPU per instance | instances one Redis core carries |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |']
+  for (const t of rows) {
+    const n = t.instances ?? 1
+    const perInstance = t.send.rps / n
+    const share = perInstance * t.redis.redisCpuMsPer1000 / 1e6
+    out.push(`| ${t.label} | ${t.send.rps} | ${Math.round(perInstance)} | ${Math.round(perInstance * t.redis.commandsPerSend).toLocaleString('en')} | ` +
+      `${t.redis.redisCpuMsPer1000} | ${Math.round(share * 100)} % of a core | ${share > 0 ? Math.floor(1 / share) : '–'} |`)
+  }
+  out.push('', 'An instance at full load costs Redis (req/s per instance × Redis CPU per send) of one core; one Redis (one ' +
+    'core for commands) carries the inverse, at the rate this machine gives each instance. On 2 cores the instances, ' +
+    'Redis and the load share the cores, so two instances cannot show more throughput than one here.', '')
+  return out
+}
+
+function checks (r) {
   const t = r.targets
   const out = []
   const add = (name, value, goal, pass) => out.push({ name, value, goal, pass })
@@ -147,6 +170,7 @@ export function markdown (r) {
         `**${redis.roundTripsPerSend} per message/send**: ` +
         Object.entries(redis.roundTrips).filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`).join(', ') + '.', '')
     }
+    lines.push(...scale(r))
   }
   lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
   for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)

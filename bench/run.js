@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,peer,ours,ours-key,ours-redis), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis' },
+    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -84,7 +84,10 @@ const TARGETS = {
   ours: { label: 'fastify-a2a, security off', args: ours(false), loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-v1', 'stream-rest'], 'push'], memory: true },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
   // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
-  'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true }
+  'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true },
+  // Two instances on one Redis, the load's connections shared between them round-robin (no proxy): on 2 cores this
+  // cannot show scaling; it measures what two instances cost one Redis. CPU and RSS are the two servers' sums.
+  'ours-redis-2': { label: 'fastify-a2a, Redis, two instances', args: ours(false), loads: ['send'], redis: true, instances: 2 }
 }
 
 /** Ready when message/send answers a completed task: the check that every server does the same work. */
@@ -124,18 +127,23 @@ const settle = () => new Promise(resolve => setTimeout(resolve, Math.min(1000, s
 
 async function runTarget (id, hook) {
   const target = TARGETS[id]
-  const port = await freePort()
   const redis = target.redis !== true ? undefined : values.redis !== undefined ? { url: values.redis, stop: async () => {} } : await startRedis()
-  let server
+  const servers = []
   try {
-    server = await start(target.args(port, redis?.url), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+    for (let i = 0; i < (target.instances ?? 1); i++) {
+      const port = await freePort()
+      servers.push(await start(target.args(port, redis?.url), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' }))
+    }
   } catch (err) {
+    for (const one of servers) await one.stop()
     await redis?.stop()
     throw err
   }
-  const pid = server.child.pid
+  // One server, or several behind the load's own round-robin: their pids and URLs as lists.
+  const server = servers.length === 1 ? servers[0] : { url: servers.map(one => one.url), stop: async () => { for (const one of servers) await one.stop() } }
+  const pid = servers.length === 1 ? servers[0].child.pid : servers.map(one => one.child.pid)
   const opts = { headers: target.headers ?? {}, connections: settings.connections }
-  const row = { label: target.label, rssStart: Math.round(rssMb(pid)) }
+  const row = { label: target.label, instances: servers.length, rssStart: Math.round(rssMb(pid)) }
   try {
     const loads = {
       send: seconds => sendLoad(server.url, { ...opts, seconds }),

@@ -24,7 +24,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-redis'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
   for (const id of ['bare', 'floor']) {
@@ -46,6 +46,10 @@ t.test('the quickest bench run writes a results file and a report with every fig
     t.match(results.targets['ours-redis'][load], figures, `ours-redis ${load}`)
     t.equal(results.targets['ours-redis'][load].errors, 0, `ours-redis ${load} errors`)
   }
+  // Two instances on one Redis behind the load's round-robin: both served, and what they cost Redis.
+  const two = results.targets['ours-redis-2']
+  t.match(two, { instances: 2, send: figures, redis: { sends: 200, errors: 0, redisCpuMsPer1000: Number } })
+  t.equal(two.send.errors, 0, 'ours-redis-2 send errors')
   const redis = results.targets['ours-redis'].redis
   t.match(redis, { sends: 200, errors: 0, commandsPerSend: Number, redisCpuMsPer1000: Number })
   t.ok(redis.commandsPerSend > 0, 'the sends reached Redis')
@@ -59,7 +63,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### push end to end', '### Redis (kvcache)', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
