@@ -93,7 +93,6 @@ function checks (r) {
     if (redis.roundTripsPerSend !== undefined) {
       add('Redis round trips per message/send', String(redis.roundTripsPerSend), '≤ 6', redis.roundTripsPerSend <= 6)
     }
-    add('Redis commands per message/send, the scripts\' own calls included', String(redis.commandsPerSend), '≤ 6', redis.commandsPerSend <= 6)
     const evals = redis.perSend.eval ?? 0
     add('EVAL per message/send (scripts sent in full)', String(evals), '0', evals === 0)
   }

@@ -45,6 +45,7 @@ export function createRedisClient (service: CacheService, opts: RedisClientOptio
     retryStrategy: attempt => Math.min(attempt * RECONNECT_STEP_MS, MAX_RECONNECT_DELAY_MS)
   })
 
+  client.on('connect', () => { batchWrites(client.stream) })
   // A listener is always attached: without one, ioredis prints every failed reconnect attempt to stderr.
   // Callers see outages as StorageUnavailable from the stores and as 503 from `/ready`.
   let down = false
@@ -59,6 +60,32 @@ export function createRedisClient (service: CacheService, opts: RedisClientOptio
     opts.log?.info('redis connection restored')
   })
   return client
+}
+
+/**
+ * Sends what a client writes in one turn of the event loop in one write: the socket is corked at the first write of
+ * a turn and uncorked once the turn's I/O callbacks have run (`setImmediate`). ioredis writes each command on its own,
+ * and a write to a socket is a system call: on a loaded instance, with requests arriving on many connections in one
+ * turn, those calls cost more than the rest of a `message/send` over Redis (CPU profile: 16% in `writeUtf8String`).
+ * ioredis' `enableAutoPipelining` batches too, but builds a Pipeline object per batch, and measured slower. A command
+ * waits at most until the end of the turn it was issued in. Applied to each new socket (ioredis reconnects with a
+ * new one); the subscriber connections, which send a command now and then, are left alone.
+ */
+export function batchWrites (stream: Redis['stream']): void {
+  const write = stream.write
+  let corked = false
+  const uncork = (): void => {
+    corked = false
+    stream.uncork()
+  }
+  stream.write = function (this: typeof stream, ...args: Parameters<typeof stream.write>): boolean {
+    if (!corked) {
+      corked = true
+      stream.cork()
+      setImmediate(uncork)
+    }
+    return write.apply(this, args)
+  } as typeof stream.write
 }
 
 /**

@@ -92,6 +92,31 @@ t.test('a stalled Redis fails a command after commandTimeoutMs', async t => {
   t.ok(Date.now() - started < 1_000)
 })
 
+t.test('the commands issued in one turn of the event loop go out in one write, on every connection of the client', async t => {
+  const redis = client(t, service())
+  await once(redis, 'ready')
+  /** Counts the writes the socket makes (a corked socket hands its chunks to _writev in one call). */
+  const spy = (): { writes: number, chunks: number } => {
+    const socket = redis.stream as unknown as { _write: Function, _writev: Function }
+    const seen = { writes: 0, chunks: 0 }
+    const write = socket._write
+    const writev = socket._writev
+    socket._write = function (this: unknown, ...args: unknown[]) { seen.writes++; seen.chunks++; return write.apply(this, args) }
+    socket._writev = function (this: unknown, chunks: unknown[], ...rest: unknown[]) { seen.writes++; seen.chunks += chunks.length; return writev.call(this, chunks, ...rest) }
+    return seen
+  }
+  for (const round of ['first connection', 'after a reconnect']) {
+    const seen = spy()
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => redis.echo(`n${i}`)))
+    t.same(replies, Array.from({ length: 20 }, (_, i) => `n${i}`), `${round}: every reply, in order`)
+    t.same(seen, { writes: 1, chunks: 20 }, `${round}: twenty commands, one write`)
+    if (round === 'first connection') {
+      redis.stream.destroy()
+      await once(redis, 'ready')
+    }
+  }
+})
+
 t.test('after an outage the client reconnects and says so once', async t => {
   // A proxy to the real Redis, on a port that is first closed, then opened.
   const probe = createServer()
