@@ -23,7 +23,7 @@ function scale (r) {
     const perInstance = t.send.rps / n
     const share = perInstance * t.redis.redisCpuMsPer1000 / 1e6
     out.push(`| ${t.label} | ${t.send.rps} | ${Math.round(perInstance)} | ${Math.round(perInstance * t.redis.commandsPerSend).toLocaleString('en')} | ` +
-      `${t.redis.redisCpuMsPer1000} | ${Math.round(share * 100)} % of a core | ${share > 0 ? Math.floor(1 / share) : '–'} |`)
+      `${t.redis.redisCpuMsPer1000} | ${Math.round(share * 100)} % of a core | ${share > 0 ? (1 / share).toFixed(1) : '–'} |`)
   }
   out.push('', 'An instance at full load costs Redis (req/s per instance × Redis CPU per send) of one core; one Redis (one ' +
     'core for commands) carries the inverse, at the rate this machine gives each instance. On 2 cores the instances, ' +
