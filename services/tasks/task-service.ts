@@ -424,8 +424,6 @@ export class TaskService {
 
   async #waitSettled (record: SettledTask, timeoutMs: number): Promise<SettledTask> {
     const taskId = record.task.id
-    const known = this.#latest.get(taskId)
-    if (known !== undefined && known.version > record.version && isSettled(known.task.status.state)) return known
     // A task that runs here is written here: its events are heard in this process, and a cancel made elsewhere comes
     // with the abort request. Should the run end before the task settles, the wait follows every instance from then
     // on (`#rejoin`). A task that runs elsewhere is followed on its channel.
@@ -435,10 +433,7 @@ export class TaskService {
       const unsubscribe = this.bus.subscribe(taskId, event => {
         if (event.type === 'status' && event.final && event.version > record.version) finish(event)
       }, run === undefined ? undefined : LOCAL)
-      let done = false
       function finish (value: SettledTask | null): void {
-        if (done) return
-        done = true
         clearTimeout(timer)
         unsubscribe()
         resolve(value)

@@ -87,6 +87,23 @@ t.test('a shutdown while a new task\'s insert is on its way: the task is stored,
   t.same(events, ['in_progress', 'failed'])
 })
 
+t.test('an update of a new task before it is stored applies to what is stored; one that changes nothing is no write', async t => {
+  const { service } = await harness(t, () => 'answered at once')
+  const message = { kind: 'message' as const, role: 'user' as const, messageId: 'm3', parts: [{ kind: 'text' as const, text: 'go' }] }
+  const seen: Array<Promise<unknown> | unknown> = []
+  const created = await service.start(message, ANONYMOUS, null, undefined, record => {
+    seen.push(service.update(record.task.id, task => ({ ...task, metadata: { tagged: true } })))
+    seen.push(service.update(record.task.id, () => null))
+  })
+  const [tagged, unchanged] = await Promise.all(seen) as StoredTask[]
+  t.equal(tagged.version, 2)
+  t.equal(unchanged, tagged, 'the task as the first update left it')
+  const stored = await service.get(created.task.id, ANONYMOUS)
+  t.same(stored.task.metadata, { tagged: true })
+  t.equal(stored.task.status.state, 'completed')
+  t.equal(stored.version, 5, 'the update, then in_progress, the artifact and completed, in one insert')
+})
+
 t.test('writes whose answers were lost after they landed are taken as done: nothing applied or published twice', async t => {
   const { store, service, start } = await harness(t, async function * () { yield 'result' })
   store.lose = 3
