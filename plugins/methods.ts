@@ -8,6 +8,7 @@ import { createV10Methods } from '../services/json-rpc/methods/v10.js'
 import { A2AOperations } from '../services/a2a/operations.js'
 import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
+import { ensureDefaultRoot } from '../services/agent/list-directory.js'
 import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
 import { buildAgentCard, publicUrl } from '../services/agent-card.js'
 import { buildOpenApiDocument, openApiRenderer, type RenderedOpenApi } from '../services/rest/openapi.js'
@@ -36,6 +37,7 @@ export interface MethodsPluginOptions {
 /** The method registry, filled with the core methods of CONTRACT.md §5. */
 const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, opts) => {
   const { config } = opts
+  await ensureDefaultRoot(config.tools.list_directory.root, fastify.log)
   const registry = new MethodRegistry(config.security.method_scopes)
   const ops = new A2AOperations({ config, tasks: fastify.a2aTasks, push: opts.push })
   for (const method of createTaskMethods({ config, ops })) registry.add(method)

@@ -192,6 +192,9 @@ export const CacheServiceSchema = Type.Object({
 }, { additionalProperties: false })
 export type CacheService = Static<typeof CacheServiceSchema>
 
+/** `tools.list_directory.root` when the configuration leaves it out: created at start when missing. */
+export const DEFAULT_ROOT = './workspace'
+
 export const ConfigSchema = Type.Object({
   agent: AgentConfigSchema,
   server: ServerConfigSchema,
@@ -202,7 +205,7 @@ export const ConfigSchema = Type.Object({
   services: Type.Record(Type.String({ minLength: 1 }), CacheServiceSchema, { default: {} }),
   tools: obj({
     list_directory: obj({
-      root: Str('./workspace', { minLength: 1 })
+      root: Str(DEFAULT_ROOT, { minLength: 1 })
     })
   }),
   metrics: obj({ enabled: Bool(false) }),

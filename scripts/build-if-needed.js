@@ -1,4 +1,5 @@
-// `npm start` builds first when dist/ is missing or older than any TypeScript source (CONTRACT.md §1).
+// `npm start` and `npm pack` build first when dist/ is missing or older than any TypeScript source (CONTRACT.md §1):
+// a tarball packed on a fresh clone ships a dist/.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,7 +1,7 @@
 // The published package: `npm pack`, installed into a fresh project outside the repository, then used the two
 // ways a user does: `npx fastify-a2a …` and `import a2a from 'fastify-a2a'` in a project with its own Fastify.
 import { execFile, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -74,6 +74,23 @@ t.test('npm pack ships dist/ whole, the README and nothing else', async t => {
       t.ok(files.some(f => f === path || f.startsWith(`${path}/`)), `${file} reads ${target}, which is packed`)
     }
   }
+})
+
+t.test('npm pack on a fresh clone (no dist/) builds first, and ships dist/', async t => {
+  const clone = mkdtempSync(join(tmpdir(), 'fastify-a2a-clone-'))
+  t.teardown(() => rmSync(clone, { recursive: true, force: true }))
+  const tracked = await run('git', ['ls-files', '-z'], ROOT)
+  t.equal(tracked.status, 0, tracked.stderr)
+  for (const file of tracked.stdout.split('\0').filter(f => f !== '' && existsSync(join(ROOT, f)))) {
+    mkdirSync(dirname(join(clone, file)), { recursive: true })
+    copyFileSync(join(ROOT, file), join(clone, file))
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'))
+  t.notOk(existsSync(join(clone, 'dist')), 'no dist/ in the clone')
+  const packed = await run('npm', ['pack', '--dry-run', '--json'], clone)
+  t.equal(packed.status, 0, packed.stderr)
+  const files: string[] = JSON.parse(packed.stdout)[0].files.map((f: { path: string }) => f.path)
+  t.ok(files.includes('dist/cli.js') && files.includes('dist/index.js') && files.includes('dist/index.d.ts'), 'the build is packed')
 })
 
 t.test('the tarball installs offline into a fresh project, with the production dependencies only', async t => {
@@ -158,6 +175,12 @@ t.test('npx fastify-a2a serve answers over HTTP and exits 0 on SIGTERM', async t
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage('packed') }))
   })
   t.match(await sent.json(), { result: { status: { state: 'completed' }, artifacts: [{ parts: [{ text: 'packed' }] }] } })
+  // The card's own example works on a fresh start: the default list_directory root was made.
+  const listed = await fetch(`${serving.address}/`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage('list_directory .') }))
+  })
+  t.match(await listed.json(), { result: { status: { state: 'completed' } } }, 'list_directory . on a fresh start')
+  t.ok(existsSync(join(dir, 'workspace')), 'the default root, made at start')
   // Routes that serve files (the console) must find them in the installed package.
   t.ok((await fetch(`${serving.address}/console`)).status < 500, 'GET /console is not a server error')
   process.kill(serving.pid, 'SIGTERM')

@@ -1,5 +1,6 @@
-import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
+import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { DEFAULT_ROOT } from '../../schemas/config.js'
 import { invalidParams } from '../errors.js'
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other'
@@ -35,6 +36,25 @@ const PATH_ERRORS: Readonly<Record<string, string>> = {
 const ROOT_ERRORS: Readonly<Record<string, string>> = {
   ENOENT: 'the list_directory root does not exist',
   ENOTDIR: 'the list_directory root does not exist'
+}
+
+/**
+ * Creates the default root (`./workspace` under the working directory) when it is missing, so that the card's own
+ * `list_directory .` example works on a fresh start. Any other root is the operator's: a missing one stays an error
+ * of the tool, never created. Returns the directory it created, if any; a root it cannot create (a read-only
+ * directory) is logged, and the tool says the root does not exist.
+ */
+export async function ensureDefaultRoot (root: string, log: { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }): Promise<string | undefined> {
+  if (root !== DEFAULT_ROOT) return undefined
+  const path = resolve(root)
+  try {
+    if (await mkdir(path, { recursive: true }) === undefined) return undefined
+  } catch (err) {
+    log.warn({ err, root: path }, 'the default list_directory root could not be created')
+    return undefined
+  }
+  log.info({ root: path }, 'created the default list_directory root')
+  return path
 }
 
 /**

@@ -5,7 +5,8 @@ import { lstat } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { RpcCode } from '../../../services/errors.js'
-import { listDirectory } from '../../../services/agent/list-directory.js'
+import { ensureDefaultRoot, listDirectory } from '../../../services/agent/list-directory.js'
+import { DEFAULT_ROOT } from '../../../schemas/config.js'
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
@@ -211,4 +212,24 @@ t.test('a directory the server may not read is refused', async t => {
   })
   t.same((await unprivileged(() => listDirectory(root, '.'))).entries.map(e => e.name), ['locked', 'open'], 'the root itself lists')
   t.equal(process.geteuid?.(), process.getuid?.(), 'the test process has its own uid back')
+})
+
+t.test('the default root is created at start when missing; another root never is', async t => {
+  const dir = t.testdir({ taken: { workspace: 'a file where the directory would go' } })
+  const cwd = process.cwd()
+  t.teardown(() => process.chdir(cwd))
+  const lines: Array<[string, object, string]> = []
+  const log = { info: (obj: object, msg: string) => lines.push(['info', obj, msg]), warn: (obj: object, msg: string) => lines.push(['warn', obj, msg]) }
+  process.chdir(dir)
+  t.equal(await ensureDefaultRoot('./elsewhere', log), undefined, 'a configured root is the operator\'s')
+  await t.rejects(listDirectory('./elsewhere', '.'), refusal('the list_directory root does not exist'), 'and its absence stays an error')
+  t.equal(await ensureDefaultRoot(DEFAULT_ROOT, log), join(dir, 'workspace'))
+  t.same((await listDirectory(DEFAULT_ROOT, '.')).entries, [], 'the card\'s own example answers at once')
+  t.equal(await ensureDefaultRoot(DEFAULT_ROOT, log), undefined, 'there already: nothing to do')
+  process.chdir(join(dir, 'taken'))
+  t.equal(await ensureDefaultRoot(DEFAULT_ROOT, log), undefined, 'cannot be made (a file is in the way)')
+  t.same(lines.map(([level, , msg]) => `${level}: ${msg}`), [
+    'info: created the default list_directory root',
+    'warn: the default list_directory root could not be created'
+  ])
 })
