@@ -22,8 +22,12 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
     t.match(env.REDIS_URL, /^redis:\/\/redis:6379\//, `${name} reaches the compose Redis`)
     t.equal(env.A2A_CONFIG, '/config/agent.yml')
     t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent.yml:/config/agent.yml')))
-    t.equal(services[name].build, '.')
+    t.equal(services[name].image, 'fastify-a2a:local', `${name} runs the one image`)
+    t.equal(services.lb.depends_on[name].condition, 'service_healthy', `nginx waits for ${name} to be healthy`)
   }
+  t.equal(services['agent-a'].build, '.', 'built once, by agent-a')
+  t.equal(services['agent-b'].build, undefined, 'agent-b builds nothing')
+  t.equal(services['agent-b'].pull_policy, 'never', 'nor pulls the local image')
   const listen = Number(/^\s*listen\s+(\d+);/m.exec(nginx)?.[1])
   t.same(services.lb.ports, [`127.0.0.1:8000:${listen}`], 'one published port, on the nginx listener')
   t.ok(services.lb.volumes.includes('./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro'))
