@@ -155,6 +155,20 @@ function normalizePrefix (prefix: string): string {
 
 export default fp(a2a, { name: 'fastify-a2a', fastify: '5.x' })
 
+// The decorators the plugin adds (app.a2aMethods, app.a2aTasks, ...) are declared next to the plugins that add
+// them; these re-exports bring each declaration into the package's entry point, so a host app gets their types.
+export type { MethodsPluginOptions } from './plugins/methods.js'
+export type { TasksPluginOptions } from './plugins/tasks.js'
+export type { SsePluginOptions } from './plugins/sse.js'
+export type { PushConfigStoreOptions } from './plugins/push-config-store.js'
+export type { RedisPluginOptions } from './plugins/redis.js'
+export type { WebhookNotifierOptions } from './plugins/webhook-notifier.js'
+export type { AuthPluginOptions } from './plugins/auth.js'
+export type { MetricsPluginOptions } from './plugins/metrics.js'
+export type { MethodRegistry, MethodDefinition, MethodContext } from './services/json-rpc/registry.js'
+export type { TaskService } from './services/tasks/task-service.js'
+/** TypeBox, the schema builder of `app.a2aMethods.add({ params })`: the same copy the plugin compiles with. */
+export { Type, type Static, type TSchema } from '@sinclair/typebox'
 export type { A2AConfig, A2AConfigInput } from './schemas/config.js'
 export type { AgentExecutor, ExecutionContext, ExecutorEvent, ExecutorResult, AgentTools } from './services/agent/executor.js'
 export type { Task, Message, Part, Artifact, TaskState } from './schemas/task.js'

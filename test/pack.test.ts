@@ -218,7 +218,7 @@ await app.close()
 t.test('the package types check a TypeScript user of the plugin', async t => {
   writeFileSync(join(dir, 'check.ts'), `
 import Fastify from 'fastify'
-import a2a, { type A2AConfigInput, type AgentExecutor } from 'fastify-a2a'
+import a2a, { Type, type A2AConfigInput, type AgentExecutor } from 'fastify-a2a'
 
 const executor: AgentExecutor = async function * ({ message }) {
   yield \`got \${message.parts.length} parts\`
@@ -229,6 +229,26 @@ await app.register(a2a, { prefix: '/agent', config, executor })
 export const name: string = app.a2aConfig.agent.name
 // @ts-expect-error: the config is typed
 export const wrong: A2AConfigInput = { protocol: { dialect: 'soap' } }
+
+// Every decorator is typed from the entry point; a method's params are inferred from its TypeBox schema.
+app.a2aMethods.add({
+  name: 'greet',
+  summary: 'Says hello',
+  params: Type.Object({ who: Type.String(), times: Type.Optional(Type.Integer()) }),
+  handler (params, ctx) {
+    const who: string = params.who.toUpperCase()
+    const times: number | undefined = params.times
+    // @ts-expect-error: not in the schema
+    void params.nope
+    return { text: who.repeat(times ?? 1), caller: ctx.principal.id }
+  }
+})
+export const running: number = app.a2aTasks.running
+export const streams: number = app.a2aStreams.size
+app.addHook('onRequest', async request => {
+  const caller: string | undefined = request.a2aPrincipal?.id
+  void caller
+})
 `)
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: true, types: [] },
