@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import type { A2AConfig, A2AConfigInput } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { loadExecutor } from './services/agent/load.js'
+import { withOwnAgentSkill } from './services/agent-card.js'
 import { validateConfig } from './services/config/load.js'
 import {
   MemoryFailureWindows, MemoryTokenBuckets, RedisFailureWindows, RedisTokenBuckets, type FailureWindows, type TokenBuckets
@@ -59,7 +60,12 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   if (fastify.hasDecorator('a2aTasks')) {
     throw new InvalidPluginOptions('fastify-a2a is already registered in this context; register each agent in its own encapsulated context')
   }
-  const config = validateConfig(opts.config ?? {})
+  const validated = validateConfig(opts.config ?? {})
+  const config = withOwnAgentSkill(validated, opts.executor !== undefined)
+  if (config !== validated) {
+    fastify.log.warn({ skill: config.agent.skills[0].name },
+      'the agent has an executor of its own and no agent.skills: the card lists one skill named after it; describe the agent in agent.skills')
+  }
   const prefix = normalizePrefix(opts.prefix ?? '/')
   const executor = opts.executor ?? await loadExecutor(config.agent.executor, {
     cwd: opts.cwd ?? process.cwd(),

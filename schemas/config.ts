@@ -45,9 +45,12 @@ export const LlmConfigSchema = obj({
 })
 export type LlmConfig = Static<typeof LlmConfigSchema>
 
+/** `agent.description` when the configuration leaves it out: the built-in agent's. */
+export const DEFAULT_AGENT_DESCRIPTION = 'An A2A agent that echoes text and runs the status, capabilities and list_directory tools'
+
 export const AgentConfigSchema = obj({
   name: Type.String({ minLength: 1 }),
-  description: Str('An A2A agent that echoes text and runs the status, capabilities and list_directory tools'),
+  description: Str(DEFAULT_AGENT_DESCRIPTION),
   version: Str('1.0.0', { minLength: 1 }),
   url: Type.Optional(Type.String({ minLength: 1 })),
   executor: Str('builtin', { minLength: 1 }),

@@ -1,4 +1,4 @@
-import type { A2AConfig, Skill } from '../schemas/config.js'
+import { DEFAULT_AGENT_DESCRIPTION, type A2AConfig, type Skill } from '../schemas/config.js'
 
 /** A binding's name, as v1.0 `protocolBinding` and v0.3 `transport` write it. */
 export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON' | 'GRPC'
@@ -97,6 +97,19 @@ export const BUILTIN_SKILL: AgentSkill = {
     '`list_directory <path>`.',
   tags: ['echo', 'tools'],
   examples: ['hello', 'status', 'list_directory .']
+}
+
+/**
+ * The configuration with a neutral skill named after the agent, for an agent of the host's own (an executor passed
+ * to the plugin, or a module in `agent.executor`) whose `agent.skills` is empty: the card must not advertise the
+ * built-in agent's echo and commands for it. Any other configuration is returned as it is.
+ */
+export function withOwnAgentSkill (config: A2AConfig, ownExecutor: boolean): A2AConfig {
+  const { agent } = config
+  const custom = ownExecutor || (agent.executor !== 'builtin' && agent.executor !== 'openai')
+  if (!custom || agent.skills.length > 0) return config
+  const skill = { id: 'agent', name: agent.name, description: agent.description === DEFAULT_AGENT_DESCRIPTION ? `What ${agent.name} does.` : agent.description, tags: ['agent'] }
+  return { ...config, agent: { ...agent, skills: [skill] } }
 }
 
 /** The skill listed for `agent.executor: openai` when `agent.skills` is empty. */

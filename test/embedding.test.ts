@@ -89,3 +89,25 @@ t.test('a prefix is normalized: trailing slashes dropped, a leading one added', 
   t.equal((await host.inject('/agent/health')).statusCode, 200)
   t.equal((await host.inject('/agent/.well-known/agent-card.json')).json().url, 'http://localhost:80/agent/')
 })
+
+t.test('an executor of the host\'s own with no agent.skills: the card lists a neutral skill named after it, and says so', async t => {
+  const lines: Array<{ level: number, msg: string }> = []
+  const stream = { write: (line: string) => { lines.push(JSON.parse(line)) } }
+  const card = async (opts: Parameters<typeof a2a>[1]) => {
+    const host = Fastify({ logger: { level: 'warn', stream } })
+    t.teardown(() => host.close())
+    await host.register(a2a, opts)
+    return (await host.inject({ method: 'GET', url: '/.well-known/agent-card.json' })).json()
+  }
+  const own = await card({ config: { agent: { name: 'Mine' } }, executor: () => 'hi' })
+  t.same(own.skills.map((s: { id: string, name: string, description: string }) => [s.id, s.name, s.description]), [['agent', 'Mine', 'What Mine does.']])
+  t.notMatch(JSON.stringify(own), /list_directory \./, 'none of the built-in agent\'s examples')
+  t.match(lines, [{ level: 40, msg: /no agent\.skills/ }])
+  const described = await card({ config: { agent: { name: 'Mine', description: 'Plans trips' } }, executor: () => 'hi' })
+  t.equal(described.skills[0].description, 'Plans trips')
+  const skilled = await card({ config: { agent: { name: 'Mine', skills: [{ id: 'trips', name: 'Trips', tags: [] }] } }, executor: () => 'hi' })
+  t.same(skilled.skills.map((s: { id: string }) => s.id), ['trips'], 'agent.skills as configured')
+  const builtin = await card({ config: {} })
+  t.same(builtin.skills.map((s: { id: string }) => s.id), ['echo'], 'the built-in agent keeps its own')
+  t.equal(lines.length, 2, 'one warning per agent of its own without skills')
+})
