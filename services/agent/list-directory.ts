@@ -2,6 +2,7 @@ import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promise
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { DEFAULT_ROOT } from '../../schemas/config.js'
 import { invalidParams } from '../errors.js'
+import type { Logger } from '../logger.js'
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other'
 
@@ -44,7 +45,7 @@ const ROOT_ERRORS: Readonly<Record<string, string>> = {
  * of the tool, never created. Returns the directory it created, if any; a root it cannot create (a read-only
  * directory) is logged, and the tool says the root does not exist.
  */
-export async function ensureDefaultRoot (root: string, log: { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }): Promise<string | undefined> {
+export async function ensureDefaultRoot (root: string, log: Pick<Logger, 'info' | 'warn'>): Promise<string | undefined> {
   if (root !== DEFAULT_ROOT) return undefined
   const path = resolve(root)
   try {

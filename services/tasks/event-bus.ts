@@ -25,6 +25,9 @@ export interface Subscription {
 
 const READY: Promise<void> = Promise.resolve()
 
+/** The options of a `local` subscription (see `TaskEventBus.subscribe`), made once. */
+export const LOCAL: { readonly local: true } = { local: true }
+
 /**
  * Per-task publish/subscribe. The memory bus serves one process; with `tasks.backend: kvcache` a Redis bus carries
  * the same events between instances. Publishing to a task nobody follows costs nothing.
@@ -135,8 +138,8 @@ export class MemoryTaskEventBus implements TaskEventBus {
   }
 }
 
-/** An unsubscribe function that is ready at once (memory). */
-function subscription (unsubscribe: () => void): Subscription {
+/** An unsubscribe function that is ready at once (memory, and the `local` listeners of the Redis bus). */
+export function subscription (unsubscribe: () => void): Subscription {
   (unsubscribe as { ready?: Promise<void> }).ready = READY
   return unsubscribe as Subscription
 }

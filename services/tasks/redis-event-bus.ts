@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { StorageUnavailable } from '../errors.js'
 import type { Logger } from '../logger.js'
-import { MemoryTaskEventBus, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
+import { MemoryTaskEventBus, subscription, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
 
 export interface RedisTaskEventBusOptions {
   /** Prefix of the channels: `<prefix>events:<taskId>` per task and `<prefix>abort` for cancellation. */
@@ -12,8 +12,6 @@ export interface RedisTaskEventBusOptions {
 
 /** Length of the origin tag (a UUID and a newline) in front of every event and abort message. */
 const ORIGIN_LENGTH = 37
-
-const READY: Promise<void> = Promise.resolve()
 
 /** A `local` subscription: its listener, and how to remove it from where it listens now. */
 interface LocalSub {
@@ -141,11 +139,11 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     const sub: LocalSub = { listener, off: this.#localOnly.subscribe(taskId, listener) }
     subs.add(sub)
     const all = subs
-    return Object.assign(() => {
+    return subscription(() => {
       sub.off()
       all.delete(sub)
       if (all.size === 0 && this.#localSubs.get(taskId) === all) this.#localSubs.delete(taskId)
-    }, { ready: READY })
+    })
   }
 
   listenerCount (taskId?: string): number {

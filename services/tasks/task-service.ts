@@ -8,7 +8,7 @@ import type { AgentExecutor, AgentTools, ExecutorEvent, ExecutorResult, MessageC
 import {
   IllegalTransition, RunStorageFailure, TaskConflict, TaskNotFound, invalidParams, taskNotCancelable, taskNotFound
 } from '../errors.js'
-import type { TaskEvent, TaskEventBus } from './event-bus.js'
+import { LOCAL, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import type { TaskLeases } from './leases.js'
 import { contextHistory } from './context-history.js'
 import { RunAbort, TurnContext } from './turn-context.js'
@@ -51,9 +51,6 @@ export const OWNER_LOST_MESSAGE = 'The server instance running the task stopped 
 export const INTERRUPTED_EXPIRED_MESSAGE = 'The task waited for input longer than the server keeps a task waiting.'
 
 const STORAGE_UNAVAILABLE = 'A2A_ERR_STORAGE_UNAVAILABLE'
-
-/** A blocking wait on a task that runs in this process (see `#waitSettled`). */
-const LOCAL = { local: true }
 
 /** A run's first retry of a write its store refused waits this long; each next one twice as long, up to the max. */
 const STORE_RETRY_FIRST_MS = 50
@@ -498,9 +495,10 @@ export class TaskService {
       }
       // A retried write whose earlier answer was lost, and which had landed: done, and published now.
       // (`sent.next`, not the copy just read, shares the unchanged parts with `sent.previous`: the event is the same.)
+      // Its event went out with it when the store announces (the write's own script published it).
       if (sent?.next !== undefined && landed(current, sent.next)) {
         const previous = sent.previous as StoredTask
-        return this.#published(previous, sent.next, eventOf(previous, sent.next, slot?.chunk), false, undefined)
+        return this.#published(previous, sent.next, eventOf(previous, sent.next, slot?.chunk), store.announces === true, undefined)
       }
       const task = mutate(current.task, current)
       if (task === null) return current

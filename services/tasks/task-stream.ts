@@ -1,7 +1,7 @@
 import type { Task } from '../../schemas/task.js'
 import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
 import { encodeEvent03, encodeTask03 } from '../a2a/codec-v03-rest.js'
-import type { Subscription, TaskEvent, TaskEventBus } from './event-bus.js'
+import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import { isSettled, presentTask, stateName, type Dialect } from './states.js'
 import type { StoredTask } from './store.js'
 
@@ -37,8 +37,6 @@ export interface TaskEventStreamOptions {
   /** A task this process runs: follow it as a `local` listener of the bus (no subscription in Redis). */
   local?: boolean
 }
-
-const LOCAL = { local: true }
 
 // One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7). The bus
 // hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs

@@ -3,10 +3,12 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { lstat } from 'node:fs/promises'
 import { join, relative } from 'node:path'
+import pino from 'pino'
 import t, { type Test } from 'tap'
 import { RpcCode } from '../../../services/errors.js'
 import { ensureDefaultRoot, listDirectory } from '../../../services/agent/list-directory.js'
 import { DEFAULT_ROOT } from '../../../schemas/config.js'
+import { logCapture } from '../../helper.js'
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
@@ -218,8 +220,8 @@ t.test('the default root is created at start when missing; another root never is
   const dir = t.testdir({ taken: { workspace: 'a file where the directory would go' } })
   const cwd = process.cwd()
   t.teardown(() => process.chdir(cwd))
-  const lines: Array<[string, object, string]> = []
-  const log = { info: (obj: object, msg: string) => lines.push(['info', obj, msg]), warn: (obj: object, msg: string) => lines.push(['warn', obj, msg]) }
+  const logs = logCapture()
+  const log = pino(logs.stream)
   process.chdir(dir)
   t.equal(await ensureDefaultRoot('./elsewhere', log), undefined, 'a configured root is the operator\'s')
   await t.rejects(listDirectory('./elsewhere', '.'), refusal('the list_directory root does not exist'), 'and its absence stays an error')
@@ -228,7 +230,7 @@ t.test('the default root is created at start when missing; another root never is
   t.equal(await ensureDefaultRoot(DEFAULT_ROOT, log), undefined, 'there already: nothing to do')
   process.chdir(join(dir, 'taken'))
   t.equal(await ensureDefaultRoot(DEFAULT_ROOT, log), undefined, 'cannot be made (a file is in the way)')
-  t.same(lines.map(([level, , msg]) => `${level}: ${msg}`), [
+  t.same(logs.lines().map(l => `${pino.levels.labels[l.level]}: ${l.msg}`), [
     'info: created the default list_directory root',
     'warn: the default list_directory root could not be created'
   ])
