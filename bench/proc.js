@@ -3,20 +3,11 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 
 /** Linux clock ticks per second (USER_HZ), the unit of utime and stime in /proc/<pid>/stat. */
 const CLK_TCK = 100
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort () {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address()
-  srv.close()
-  await once(srv, 'close')
-  return port
-}
+export { freePort } from '../scripts/redis-server.js'
 
 /** CPU seconds (user + system, every thread) the process has used so far; of several processes, their sum. */
 export function cpuSeconds (pid) {

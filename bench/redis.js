@@ -1,49 +1,14 @@
 // A throwaway redis-server for the bench's Redis (kvcache) target: its own process on a free port of 127.0.0.1, no
 // persistence, so that its command counts and CPU time are the server's alone. Stopped at the end of the target.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { Redis } from 'ioredis'
-import { freePort } from './proc.js'
+import { startRedis as start } from '../scripts/redis-server.js'
 
 const MISSING = 'the Redis target needs redis-server on the PATH (Debian: apt-get install -y redis-server), ' +
   'or --redis URL of a Redis to use (its command counts then include whatever else uses it)'
 
 /** Starts redis-server; resolves `{ url, pid, stop }` once it answers PING. */
-export async function startRedis () {
-  const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  const failed = once(child, 'error').then(() => { throw new Error(MISSING) })
-  failed.catch(() => {})
-  const url = `redis://127.0.0.1:${port}`
-  for (let i = 0; i < 200; i++) {
-    await Promise.race([failed, new Promise(resolve => setTimeout(resolve, 50))])
-    if (await ping(url)) {
-      return {
-        url,
-        pid: child.pid,
-        async stop () {
-          if (child.exitCode !== null) return
-          child.kill('SIGKILL')
-          await once(child, 'exit')
-        }
-      }
-    }
-  }
-  child.kill('SIGKILL')
-  throw new Error(`redis-server on port ${port} did not answer within 10 s`)
-}
-
-async function ping (url) {
-  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-  probe.on('error', () => {})
-  try {
-    await probe.connect()
-    return (await probe.ping()) === 'PONG'
-  } catch {
-    return false
-  } finally {
-    probe.disconnect()
-  }
+export function startRedis () {
+  return start(MISSING)
 }
 
 /** Calls per command so far (`INFO commandstats`), e.g. `{ evalsha: 120, hget: 300 }`. */

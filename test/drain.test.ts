@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { parseSse, receiver, redisDb, rpc, serve, until, userMessage, type Served } from './helper.js'
+import { TEST_REDIS, parseSse, receiver, redisDb, rpc, serve, until, userMessage, type Served } from './helper.js'
 
 // The kvcache case owns Redis db 1.
 const DB = 1
@@ -84,7 +84,7 @@ push_notifications:
 services:
   cache:
     type: cache
-    url: redis://127.0.0.1:6379
+    url: ${TEST_REDIS.url}
     db: ${DB}
 `
   const first = await server(t, yml)

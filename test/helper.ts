@@ -174,16 +174,26 @@ export async function buildLogged (t: Teardown, opts: A2AOptions = {}): Promise<
   return { app, logs }
 }
 
-export const REDIS_UNREACHABLE = 'Redis is not reachable on 127.0.0.1:6379: start one with ' +
+/**
+ * The Redis the tests use (each file its own database number): A2A_TEST_REDIS_URL, which `npm test` sets
+ * (scripts/with-redis.js: the Redis on 127.0.0.1:6379, or a throwaway one when none answers there).
+ */
+export const TEST_REDIS = (() => {
+  const url = new URL(process.env.A2A_TEST_REDIS_URL || 'redis://127.0.0.1:6379')
+  return { url: `redis://${url.host}`, host: url.hostname, port: Number(url.port || 6379) }
+})()
+
+export const REDIS_UNREACHABLE = `Redis is not reachable at ${TEST_REDIS.url}: run the suite with npm test (it starts a ` +
+  'throwaway redis-server when none answers), or start one with ' +
   'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
 
 /**
- * A Redis client on 127.0.0.1:6379 in the test's own `db`, flushed before and after. Fails the test (never skips)
+ * A Redis client on TEST_REDIS in the test's own `db`, flushed before and after. Fails the test (never skips)
  * with how to start Redis when none answers.
  */
 export async function redisDb (t: Teardown, db: number): Promise<import('ioredis').Redis> {
   const { Redis } = await import('ioredis')
-  const client = new Redis({ host: '127.0.0.1', port: 6379, db, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null })
+  const client = new Redis({ host: TEST_REDIS.host, port: TEST_REDIS.port, db, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null })
   client.on('error', () => {})
   try {
     await client.connect()

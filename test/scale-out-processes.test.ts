@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { parseSse, receiver, redisDb, rpc, serve, until, userMessage, type Served } from './helper.js'
+import { TEST_REDIS, parseSse, receiver, redisDb, rpc, serve, until, userMessage, type Served } from './helper.js'
 
 // Two and three real `fastify-a2a serve` processes sharing Redis db 10 (CONTRACT.md §10).
 const DB = 10
@@ -23,7 +23,7 @@ push_notifications:
 services:
   cache:
     type: cache
-    url: redis://127.0.0.1:6379
+    url: ${TEST_REDIS.url}
     db: ${DB}
 `
 }

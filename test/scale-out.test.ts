@@ -1,13 +1,13 @@
 import t from 'tap'
 import type { A2AConfigInput, AgentExecutor } from '../index.js'
-import { build, call, listen, postStream, receiver, redisDb, rpc, until, userMessage } from './helper.js'
+import { TEST_REDIS, build, call, listen, postStream, receiver, redisDb, rpc, until, userMessage } from './helper.js'
 
 // This file owns Redis db 8.
 const DB = 8
 
 function shared (extra: A2AConfigInput = {}): A2AConfigInput {
   return {
-    services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
+    services: { cache: { type: 'cache', url: TEST_REDIS.url, db: DB } },
     tasks: { backend: 'kvcache' },
     push_notifications: { backend: 'kvcache', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.05 } },
     server: { shutdown_timeout: 0.5 },

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, call, receiver, redisDb, until, userMessage } from '../helper.js'
+import { TEST_REDIS, build, call, receiver, redisDb, until, userMessage } from '../helper.js'
 
 const DB = 15
 
@@ -8,7 +8,7 @@ t.test('with the kvcache backend, push configs live in one Redis hash per task a
   const hook = await receiver(t)
   const app = await build(t, {
     config: {
-      services: { cache: { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB } },
+      services: { cache: { type: 'cache', url: TEST_REDIS.url, db: DB } },
       push_notifications: { backend: 'kvcache', key_prefix: 'test:push:', config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.01 } }
     }
   })

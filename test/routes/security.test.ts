@@ -2,7 +2,7 @@ import t from 'tap'
 import type { A2AConfigInput } from '../../index.js'
 import Fastify from 'fastify'
 import a2a from '../../index.js'
-import { buildLogged, listen, logCapture, rpc, until, userMessage } from '../helper.js'
+import { TEST_REDIS, buildLogged, listen, logCapture, redisDb, rpc, until, userMessage } from '../helper.js'
 import { stubIdp } from '../services/auth/idp.js'
 
 const API_KEY = 'key-alpha-0123456789'
@@ -257,9 +257,8 @@ t.test('no secret used in these requests appears in any log line', async t => {
 })
 
 t.test('with Redis configured, two instances share the request buckets', async t => {
-  const { redisDb } = await import('../helper.js')
   await redisDb(t, 14)
-  const config = { ...secured({ rate_limit: { requests_per_minute: 60, burst: 2 } }), services: { cache: { type: 'cache' as const, url: 'redis://127.0.0.1:6379', db: 14 } } }
+  const config = { ...secured({ rate_limit: { requests_per_minute: 60, burst: 2 } }), services: { cache: { type: 'cache' as const, url: TEST_REDIS.url, db: 14 } } }
   const { app: a } = await buildLogged(t, { config })
   const { app: b } = await buildLogged(t, { config })
   const headers = { 'x-api-key': API_KEY }
@@ -274,13 +273,12 @@ t.test('rate limiting off lets a principal through without a bucket', async t =>
 })
 
 t.test('with Redis configured, the open-stream limit per principal holds across instances', async t => {
-  const { redisDb } = await import('../helper.js')
   await redisDb(t, 14)
   const config = {
     ...secured({ rate_limit: { max_streams_per_principal: 1 } }),
     agent: { name: 'Slow', delay_ms: 60_000 },
     server: { shutdown_timeout: 0.1 },
-    services: { cache: { type: 'cache' as const, url: 'redis://127.0.0.1:6379', db: 14 } }
+    services: { cache: { type: 'cache' as const, url: TEST_REDIS.url, db: 14 } }
   }
   const a = await listen(t, { config })
   const b = await listen(t, { config })

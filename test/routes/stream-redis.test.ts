@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { listen, postStream, redisDb, rpc, until, userMessage } from '../helper.js'
+import { TEST_REDIS, listen, postStream, redisDb, rpc, until, userMessage } from '../helper.js'
 
 // This file owns Redis db 2.
 const DB = 2
@@ -9,7 +9,7 @@ const API_KEY = 'key-stream-redis-0123'
 /** Tasks on this file's Redis db, held `delayMs` by the agent, with at most 20 streams open. */
 function onRedis (delayMs: number) {
   return {
-    services: { cache: { type: 'cache' as const, url: 'redis://127.0.0.1:6379', db: DB } },
+    services: { cache: { type: 'cache' as const, url: TEST_REDIS.url, db: DB } },
     tasks: { backend: 'kvcache' as const },
     push_notifications: { backend: 'kvcache' as const },
     agent: { name: 'Slow', delay_ms: delayMs },

@@ -8,15 +8,13 @@ import type { CacheService } from '../../schemas/config.js'
 import { validateConfig } from '../../services/config/validate.js'
 import { redisService } from '../../services/config/redis-service.js'
 import { createRedisClient, quitWithin } from '../../services/redis.js'
-import { silentServer } from '../helper.js'
+import { REDIS_UNREACHABLE, TEST_REDIS, silentServer } from '../helper.js'
 
-// This file owns db 12 of the Redis on 127.0.0.1:6379 (the push store tests own db 11; files run in parallel).
+// This file owns db 12 of the tests' Redis (TEST_REDIS) (the push store tests own db 11; files run in parallel).
 const DB = 12
-const UNREACHABLE = 'Redis is not reachable on 127.0.0.1:6379: start one with ' +
-  'redis-server --daemonize yes --port 6379 --save "" --appendonly no'
 
 function service (opts: Partial<CacheService> = {}): CacheService {
-  return { type: 'cache', url: 'redis://127.0.0.1:6379', db: DB, max_connections: 20, retry_on_timeout: true, ...opts }
+  return { type: 'cache', url: TEST_REDIS.url, db: DB, max_connections: 20, retry_on_timeout: true, ...opts }
 }
 
 function client (t: Test, ...args: Parameters<typeof createRedisClient>): Redis {
@@ -41,7 +39,7 @@ t.test('createRedisClient connects to the service db and answers commands', asyn
   try {
     t.equal(await redis.ping(), 'PONG')
   } catch {
-    t.fail(UNREACHABLE)
+    t.fail(REDIS_UNREACHABLE)
     return
   }
   await redis.set('test:redis:db', 'here')
@@ -51,7 +49,7 @@ t.test('createRedisClient connects to the service db and answers commands', asyn
 })
 
 t.test('a /N path in the url picks the db, else db applies', async t => {
-  t.equal(client(t, service({ url: 'redis://127.0.0.1:6379/3' })).options.db, 3)
+  t.equal(client(t, service({ url: `${TEST_REDIS.url}/3` })).options.db, 3)
   t.equal(client(t, service({ db: 5 })).options.db, 5)
 })
 
@@ -133,7 +131,7 @@ t.test('after an outage the client reconnects and says so once', async t => {
 
   const sockets = new Set<Socket>()
   const proxy: Server = createServer(socket => {
-    const upstream = createConnection(6379, '127.0.0.1')
+    const upstream = createConnection(TEST_REDIS.port, TEST_REDIS.host)
     sockets.add(socket).add(upstream)
     socket.pipe(upstream).pipe(socket)
     socket.on('error', () => upstream.destroy())

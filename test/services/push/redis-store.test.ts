@@ -3,17 +3,15 @@ import t, { type Test } from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { RedisPushConfigStore } from '../../../services/push/redis-store.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
-import { silentServer } from '../../helper.js'
+import { REDIS_UNREACHABLE, TEST_REDIS, silentServer } from '../../helper.js'
 import { pushStoreContract } from './store-contract.js'
 
-// This file owns db 11 of the Redis on 127.0.0.1:6379, and flushes it before and after each use.
+// This file owns db 11 of the tests' Redis (TEST_REDIS), and flushes it before and after each use.
 const DB = 11
 const PREFIX = 'test:push:'
 const OPTS = { maxPerTask: 10 }
-const UNREACHABLE = 'Redis is not reachable on 127.0.0.1:6379: start one with ' +
-  'redis-server --daemonize yes --port 6379 --save "" --appendonly no'
 
-function service (url = 'redis://127.0.0.1:6379'): CacheService {
+function service (url = TEST_REDIS.url): CacheService {
   return { type: 'cache', url, db: DB, max_connections: 20, retry_on_timeout: true }
 }
 
@@ -41,7 +39,7 @@ async function reachable (): Promise<boolean> {
 
 if (!await reachable()) {
   // Never a skip: a missing Redis must fail the run (STYLE.md §11).
-  t.fail(UNREACHABLE)
+  t.fail(REDIS_UNREACHABLE)
 } else {
   pushStoreContract(t, 'redis', async () => {
     const client = createRedisClient(service())

@@ -5,10 +5,10 @@ import type { CacheService } from '../../../schemas/config.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
 import type { TaskEvent } from '../../../services/tasks/event-bus.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
-import { privateRedis, redisDb, silentServer, until } from '../../helper.js'
+import { TEST_REDIS, privateRedis, redisDb, silentServer, until } from '../../helper.js'
 import { clock, moved, record, storeContract } from './store-contract.js'
 
-// This file owns db 9 of the Redis on 127.0.0.1:6379; redisDb flushes it before and after each use, and fails
+// This file owns db 9 of the tests' Redis (TEST_REDIS); redisDb flushes it before and after each use, and fails
 // the test with how to start Redis when none answers.
 const DB = 9
 const PREFIX = 'test:task:'
@@ -235,7 +235,7 @@ t.test('the reasons are short and fixed: unreachable, timed out, closed, an erro
   await t.rejects(new RedisTaskStore(stalled, { keyPrefix: PREFIX, ttlSeconds: 60 }).insert(record('a', clock().ms)),
     { message: 'Storage unavailable: redis command timed out' })
 
-  const closed = createRedisClient(service('redis://127.0.0.1:6379', true))
+  const closed = createRedisClient(service(TEST_REDIS.url, true))
   await quitWithin(closed, 500)
   await t.rejects(new RedisTaskStore(closed, { keyPrefix: PREFIX, ttlSeconds: 60 }).ping(),
     { message: 'Storage unavailable: redis connection closed' })

@@ -8,7 +8,7 @@ import type { StoredTask, TaskListQuery, TaskStore } from '../../../services/tas
 import { redisDb } from '../../helper.js'
 import { clock, moved, record } from './store-contract.js'
 
-// This file owns db 4 of the Redis on 127.0.0.1:6379 (6 to 15 are taken by other test files); flushed before each run.
+// This file owns db 4 of the tests' Redis (TEST_REDIS) (6 to 15 are taken by other test files); flushed before each run.
 const DB = 4
 const PREFIX = 'test:model:'
 const TTL_SECONDS = 3_600

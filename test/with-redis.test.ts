@@ -1,0 +1,102 @@
+// The test command's Redis (scripts/with-redis.js): the one that answers, or a throwaway redis-server it starts and
+// stops, or one line on how to install redis-server. Run as `npm test` runs it, in a process of its own.
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { connect, createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { TEST_REDIS, silentServer, until } from './helper.js'
+
+const WRAPPER = fileURLToPath(new URL('../scripts/with-redis.js', import.meta.url))
+// What the wrapper runs in these tests: prints the URL it was given and what a Redis there answers to PING.
+const PROBE = `const url = new URL(process.env.A2A_TEST_REDIS_URL)
+const socket = require('node:net').connect(Number(url.port), url.hostname)
+socket.on('error', err => { console.log(process.env.A2A_TEST_REDIS_URL + ' ' + err.code); process.exit(0) })
+socket.on('data', data => { console.log(process.env.A2A_TEST_REDIS_URL + ' ' + String(data).trim()); process.exit(Number(process.env.EXIT_WITH ?? 0)) })
+socket.write('PING\\r\\n')`
+
+interface Run { status: number | null, stdout: string, stderr: string }
+
+// The wrapper records no coverage: like the bench's scripts, it is a tool around the suite, not the server.
+function wrap (args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const child = spawn(process.execPath, [WRAPPER, ...args], { env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', chunk => { stdout += chunk })
+  child.stderr.on('data', chunk => { stderr += chunk })
+  return new Promise(resolve => child.once('close', status => resolve({ status, stdout, stderr })))
+}
+
+async function closedPort (): Promise<number> {
+  const srv = createServer().listen(0, '127.0.0.1')
+  await once(srv, 'listening')
+  const { port } = srv.address() as { port: number }
+  srv.close()
+  await once(srv, 'close')
+  return port
+}
+
+/** Whether anything accepts a connection on the port. */
+async function listening (port: number): Promise<boolean> {
+  const socket = connect(port, '127.0.0.1')
+  try {
+    await once(socket, 'connect')
+    return true
+  } catch {
+    return false
+  } finally {
+    socket.destroy()
+  }
+}
+
+t.test('the Redis at A2A_TEST_REDIS_URL is used when it answers, and the command\'s status is the exit status', async t => {
+  const run = await wrap(['node', '-e', PROBE], { A2A_TEST_REDIS_URL: TEST_REDIS.url, EXIT_WITH: '3' })
+  t.equal(run.status, 3)
+  t.equal(run.stdout, `${TEST_REDIS.url} +PONG\n`)
+  t.equal(run.stderr, '')
+})
+
+t.test('with no Redis answering, a throwaway redis-server serves the run and is stopped at its end', async t => {
+  const silent = `redis://127.0.0.1:${await silentServer(t)}`
+  for (const wanted of [`redis://127.0.0.1:${await closedPort()}`, silent]) {
+    const run = await wrap(['node', '-e', PROBE], { A2A_TEST_REDIS_URL: wanted })
+    t.equal(run.status, 0, wanted)
+    const [url, reply] = run.stdout.trim().split(' ')
+    t.not(url, wanted, 'another address than the one that did not answer')
+    t.equal(new URL(url).hostname, '127.0.0.1')
+    t.equal(reply, '+PONG', 'the throwaway Redis answered the command')
+    t.equal(run.stderr, `No Redis answers at ${wanted}: the tests use a throwaway redis-server at ${url}, stopped at the end.\n`)
+    t.notOk(await listening(Number(new URL(url).port)), 'nothing listens there once the wrapper has exited')
+  }
+})
+
+t.test('without redis-server on the PATH it fails at once with one line on how to install it', async t => {
+  const run = await wrap([process.execPath, '-e', 'console.log("ran")'], { PATH: '/nonexistent' })
+  t.equal(run.status, 1)
+  t.equal(run.stdout, '', 'the command never ran')
+  t.equal(run.stderr, 'The tests need redis-server on the PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; ' +
+    'macOS: brew install redis).\n')
+})
+
+t.test('a missing command and a missing argument are errors of their own', async t => {
+  const none = await wrap([])
+  t.equal(none.status, 2)
+  t.equal(none.stderr, 'usage: node scripts/with-redis.js COMMAND [ARGS...]\n')
+  const unknown = await wrap(['no-such-command-a2a'], { A2A_TEST_REDIS_URL: TEST_REDIS.url })
+  t.equal(unknown.status, 127)
+  t.match(unknown.stderr, /^no-such-command-a2a: spawn no-such-command-a2a ENOENT\n$/)
+})
+
+t.test('SIGTERM to the wrapper reaches the command; the exit status says which signal ended it', async t => {
+  const child = spawn(process.execPath, [WRAPPER, 'node', '-e', 'console.log(process.pid); setInterval(() => {}, 1000)'],
+    { env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', A2A_TEST_REDIS_URL: TEST_REDIS.url } })
+  let stdout = ''
+  child.stdout.on('data', chunk => { stdout += chunk })
+  const closed = once(child, 'close')
+  await until(() => stdout.endsWith('\n'), 2000)
+  const pid = Number(stdout.trim())
+  child.kill('SIGTERM')
+  const [status] = await closed
+  t.equal(status, 143, '128 + SIGTERM')
+  t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the command is gone')
+})
