@@ -114,15 +114,21 @@ t.test("the README's signature check accepts what the server signs, and nothing 
   }
 })
 
-t.test("the README's client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x in v0.3, against one server", async t => {
+t.test("the README's client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x in v0.3 in either dialect", async t => {
   const { listen } = await import('./helper.js')
   const { url } = await listen(t)
-  const start = README.indexOf('### Clients and versions')
-  const [v1, v03] = [...README.slice(start).matchAll(/```js\n([\s\S]*?)```/g)].slice(0, 2).map(m => m[1].replaceAll('http://127.0.0.1:8000', url))
+  const { url: a2aUrl } = await listen(t, { config: { protocol: { dialect: 'a2a' } } })
+  const section = README.slice(README.indexOf('### Using the official A2A clients'), README.indexOf('### OpenRPC'))
+  t.match(section, /```yaml\nprotocol:\n {2}dialect: a2a\n```/, 'the setting the v0.3 clients need')
+  const [v1, v03, v03Stream] = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map(m => m[1])
+  t.ok(v03Stream, 'three snippets')
+  const at = (code: string, base: string) => code.replaceAll('http://127.0.0.1:8000', base)
   // The suite has 1.x installed as @a2a-js/sdk-v1 beside 0.3.x; a user of the snippet has it as @a2a-js/sdk.
   const dir = t.testdir({
-    'v1.mjs': `${v1.replaceAll("'@a2a-js/sdk", "'@a2a-js/sdk-v1")}\nexport { task }\n`,
-    'v03.mjs': `${v03}\nexport { answer }\n`
+    'v1.mjs': `${at(v1, url).replaceAll("'@a2a-js/sdk", "'@a2a-js/sdk-v1")}\nexport { task }\n`,
+    'v03.mjs': `${at(v03, url)}\nexport { answer }\n`,
+    'v03-a2a.mjs': `${at(v03, a2aUrl)}\nexport { answer }\n`,
+    'v03-stream.mjs': at(v03Stream, a2aUrl)
   })
   const logged: unknown[][] = []
   const log = console.log
@@ -132,8 +138,12 @@ t.test("the README's client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.
     t.equal(task.status.state, 3, 'TASK_STATE_COMPLETED')
     const { answer } = await import(pathToFileURL(join(dir, 'v03.mjs')).href)
     t.equal(answer.result.status.state, 'completed')
+    const { answer: a2aAnswer } = await import(pathToFileURL(join(dir, 'v03-a2a.mjs')).href)
+    t.equal(a2aAnswer.result.status.state, 'completed')
+    t.notOk('metadata' in a2aAnswer.result, 'no metadata: null in the a2a dialect')
+    await import(pathToFileURL(join(dir, 'v03-stream.mjs')).href)
   } finally {
     console.log = log
   }
-  t.same(logged, [[true, 'hello'], ['completed']])
+  t.same(logged, [[true, 'hello'], ['completed'], ['completed'], ['working', false], ['completed', true]])
 })
