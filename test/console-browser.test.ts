@@ -13,7 +13,7 @@ const CHROMIUM = '/usr/bin/chromium'
 const MISSING = `headless Chromium is required at ${CHROMIUM} for the console test: ` +
   'install it with "apt-get update && apt-get install -y chromium" (Debian), as .ci/run does'
 const WAIT_MS = 15_000
-const SCREENSHOT = fileURLToPath(new URL('../docs/console.png', import.meta.url))
+const SCREENSHOTS = { 1280: fileURLToPath(new URL('../docs/console.png', import.meta.url)), 420: fileURLToPath(new URL('../docs/console-420.png', import.meta.url)) }
 const API_KEY = 'console-browser-key-0123456789'
 
 if (!existsSync(CHROMIUM)) throw new Error(MISSING)
@@ -24,8 +24,8 @@ t.teardown(() => browser.close())
 const pageErrors = new WeakMap<Page, string[]>()
 
 /** A fresh browser context (its own sessionStorage) on `<url>/console`, loaded. */
-async function open (t: Teardown, url: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+async function open (t: Teardown, url: string, width: 1280 | 420 = 1280): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 900 } })
   t.teardown(() => context.close())
   const page = await context.newPage()
   page.setDefaultTimeout(WAIT_MS)
@@ -73,20 +73,29 @@ t.test('a chat message streams its events and reply; the task reaches completed;
   await page.locator('#events li[data-state="in_progress"]').first().waitFor()
   t.equal(await page.locator('#events li[data-state="completed"]').count(), 1, 'each event is listed, the last one completed')
   await row(page, id, 'completed').waitFor()
-  t.ok(await page.locator(`#tasks tr[data-task-id="${id}"] button.cancel`).isDisabled(), 'a finished task cannot be canceled')
+  for (const button of ['cancel', 'push']) {
+    t.ok(await page.locator(`#tasks tr[data-task-id="${id}"] button.${button}`).isHidden(), `a finished task shows no ${button} button`)
+  }
+  // Default dialect: every result is the whole Task, so the second in_progress one says what it brought.
+  const lines = (await page.locator('#events li.event').allTextContents()).map(line => line.replace(/^\d+/, ''))
+  t.equal(new Set(lines).size, lines.length, 'no two event lines alike')
+  t.equal(await page.locator('#events li[data-state="in_progress"][data-change="artifact Agent-result"]').count(), 1, 'the artifact\'s arrival is named')
 
+  const statusId = await chat(page, 'status')
+  const statusReply = page.locator(`.msg.agent[data-task-id="${statusId}"][data-state="completed"]`)
+  await statusReply.waitFor()
+  const shown = JSON.parse(await statusReply.locator('.text').textContent() as string)
+  t.match(shown, { status: 'ok', agent: 'Console Demo Agent' }, 'the status reply is its JSON, once')
+
+  const replies = await page.locator('.msg.agent').count()
   await page.locator('#try-push:enabled').click()
-  const pushed = page.locator('.msg.agent').nth(1)
+  const pushed = page.locator('.msg.agent').nth(replies)
   await pushed.and(page.locator('[data-state="completed"]')).waitFor()
   const pushedId = await pushed.getAttribute('data-task-id') as string
   await page.locator(`#deliveries li[data-task-id="${pushedId}"][data-state="completed"]`).waitFor()
   await page.locator(`#deliveries li[data-task-id="${pushedId}"][data-state="in_progress"]`).waitFor()
   t.match(await page.locator('#sink-url').textContent(), `${url}/console/sink/`)
 
-  if (process.env.UPDATE_SCREENSHOT === '1') {
-    await mkdir(new URL('../docs/', import.meta.url), { recursive: true })
-    await page.screenshot({ path: SCREENSHOT })
-  }
   t.same(pageErrors.get(page), [], 'no script error')
 })
 
@@ -103,7 +112,9 @@ t.test('under a prefix, a long task is shown running, its Push button points it 
   await row(page, id, 'canceled').waitFor()
   await page.locator(`#deliveries li[data-task-id="${id}"][data-state="canceled"]`).waitFor()
   t.match(await page.locator('#sink-url').textContent(), `${url}/console/sink/`, 'the sink URL carries the prefix')
-  await page.locator(`.msg.agent[data-task-id="${id}"][data-state="canceled"]`).waitFor()
+  const canceled = page.locator(`.msg.agent[data-task-id="${id}"][data-state="canceled"]`)
+  await canceled.waitFor()
+  t.equal(await canceled.locator('.text').textContent(), 'Canceled before the agent answered.', 'a canceled reply says so')
   await page.locator('#events li[data-state="canceled"]').waitFor()
   t.equal(await page.locator('#tasks-error').textContent(), '')
   t.same(pageErrors.get(page), [], 'no script error')
@@ -152,4 +163,66 @@ t.test('with security on, calls fail until an API key is given, then succeed; it
   const stored = await page.evaluate('({ session: sessionStorage.getItem("a2a-console-api-key"), local: localStorage.length })')
   t.same(stored, { session: API_KEY, local: 0 })
   t.same(pageErrors.get(page), [], 'no script error')
+})
+
+t.test('the task list pages through tasks/list, ten at a time; a task started on the first page pushes the oldest on', async t => {
+  const { url } = await listen(t, { config: { agent: { name: 'Paged Agent' } } })
+  const post = async (body: unknown): Promise<any> => (await fetch(`${url}/`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body)
+  })).json()
+  const made: string[] = []
+  for (let i = 0; i < 23; i++) made.unshift((await post(rpc('message/send', { message: userMessage(`task ${i}`) }))).result.id)
+  const page = await open(t, url)
+  const ids = async () => await page.locator('#tasks tr').evaluateAll(trs => trs.map(tr => (tr as unknown as { dataset: { taskId: string } }).dataset.taskId))
+  const at = async (text: string) => await page.locator('#tasks-page', { hasText: text }).waitFor()
+
+  await at('tasks 1–10')
+  t.same(await ids(), made.slice(0, 10), 'the newest ten')
+  t.ok(await page.locator('#newer-tasks').isDisabled())
+  await page.click('#older-tasks')
+  await at('tasks 11–20')
+  t.same(await ids(), made.slice(10, 20))
+  await page.click('#older-tasks')
+  await at('tasks 21–23')
+  t.same(await ids(), made.slice(20))
+  t.ok(await page.locator('#older-tasks').isDisabled(), 'the last page')
+  await page.click('#newer-tasks')
+  await page.click('#newer-tasks')
+  await at('tasks 1–10')
+
+  const id = await chat(page, 'one more')
+  await row(page, id, 'completed').waitFor()
+  t.same(await ids(), [id, ...made.slice(0, 9)], 'the new task on top, still ten rows')
+  await page.click('#older-tasks')
+  await at('tasks 11–20')
+  t.same(await ids(), made.slice(9, 19), 'the one pushed off leads the next page')
+  t.same(pageErrors.get(page), [], 'no script error')
+})
+
+t.test('at 1280 and 420 px wide nothing overflows its panel, and the buttons of a running task are in view', async t => {
+  const url = await embedded(t, { config: { agent: { name: 'Console Demo Agent', delay_ms: 1_500 } } })
+  for (const width of [1280, 420] as const) {
+    const page = await open(t, url, width)
+    await chat(page, 'status')
+    await page.locator('.msg.agent[data-state="completed"]').first().waitFor()
+    const long = await chat(page, 'a longer job')
+    await row(page, long, 'in_progress').waitFor()
+    await page.locator(`#tasks tr[data-task-id="${long}"] button.cancel`).click()
+    await row(page, long, 'canceled').waitFor()
+    const running = await chat(page, 'hello while you watch')
+    await row(page, running, 'in_progress').waitFor()
+    const overflow = await page.evaluate(`[...document.querySelectorAll('.panel, #tasks-panel table')]
+      .filter(node => node.scrollWidth > node.clientWidth).map(node => node.id || node.tagName)`)
+    t.same(overflow, [], `${width} px: no panel is wider inside than out`)
+    const panel = await page.locator('#tasks-panel').boundingBox()
+    for (const button of ['push', 'cancel']) {
+      const box = await page.locator(`#tasks tr[data-task-id="${running}"] button.${button}`).boundingBox()
+      t.ok(box && panel && box.x >= panel.x && box.x + box.width <= panel.x + panel.width, `${width} px: ${button} lies inside the tasks panel`)
+    }
+    if (process.env.UPDATE_SCREENSHOT === '1') {
+      await mkdir(new URL('../docs/', import.meta.url), { recursive: true })
+      await page.screenshot({ path: SCREENSHOTS[width], fullPage: width === 420 })
+    }
+    t.same(pageErrors.get(page), [], 'no script error')
+  }
 })

@@ -49,6 +49,7 @@ th, td { text-align: left; padding: .3rem .4rem; border-bottom: 1px solid var(--
 th { font-weight: 600; color: var(--muted); font-size: .85em; }
 td.actions { text-align: right; white-space: nowrap; }
 td.actions button { margin-left: .3rem; }
+.pager { display: flex; gap: .6rem; align-items: center; justify-content: flex-end; margin-top: .5rem; }
 code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 12px; }
 pre { background: var(--code); padding: .6rem; border-radius: 6px; overflow: auto; max-height: 22rem; margin: 0; }
 .state { font-weight: 600; }
@@ -60,6 +61,13 @@ pre { background: var(--code); padding: .6rem; border-radius: 6px; overflow: aut
 #deliveries details { flex-basis: 100%; }
 #deliveries li { flex-wrap: wrap; }
 @media (max-width: 900px) { main { grid-template-columns: 1fr; } #chat-panel { grid-row: auto; } }
+@media (max-width: 520px) {
+  main { padding: .6rem; gap: .6rem; }
+  .panel { padding: .6rem .6rem; }
+  th, td { padding: .3rem .2rem; }
+  td.actions { white-space: normal; }
+  td.actions button { margin: .1rem 0 .1rem .25rem; padding: .2rem .45rem; }
+}
 `
 
 const BODY = `
@@ -98,6 +106,11 @@ const BODY = `
       <thead><tr><th>Task</th><th>State</th><th>Updated</th><th></th></tr></thead>
       <tbody id="tasks"></tbody>
     </table>
+    <div id="tasks-pager" class="pager" hidden>
+      <button id="newer-tasks" class="quiet" type="button">Newer</button>
+      <span id="tasks-page" class="hint"></span>
+      <button id="older-tasks" class="quiet" type="button">Older</button>
+    </div>
   </section>
   <section id="push-panel" class="panel">
     <h2>Push <button id="try-push" type="button" disabled>Try push</button></h2>

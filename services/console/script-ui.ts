@@ -8,9 +8,7 @@ const pushReady = () => Boolean(card && card.capabilities && card.capabilities.p
 function tasksError (message) { $('tasks-error').textContent = message || '' }
 
 function row (id) {
-  let tr = rows.get(id)
-  if (tr) return tr
-  tr = el('tr')
+  const tr = el('tr')
   tr.dataset.taskId = id
   const idCell = el('td')
   idCell.append(el('code', '', short(id)))
@@ -25,33 +23,78 @@ function row (id) {
   actions.append(push, cancel)
   tr.append(idCell, el('td', 'state'), el('td', 'updated'), actions)
   rows.set(id, tr)
-  $('tasks').prepend(tr)
   return tr
 }
-// Shows a task's state; nothing leaves a terminal state, so a late, older answer cannot undo a newer one.
-function show (id, status) {
-  const tr = row(id)
+// Shows a task's state in its row. place makes the row when the page has none: 'top' (a task just started here,
+// on the first page) or 'end' (a page being loaded); without it only a row on the page is updated. Nothing leaves
+// a terminal state, so a late, older answer cannot undo a newer one.
+function show (id, status, place) {
+  let tr = rows.get(id)
+  if (!tr) {
+    if (!place) return
+    tr = row(id)
+    if (place === 'end') $('tasks').append(tr)
+    else {
+      $('tasks').prepend(tr)
+      if (rows.size > PAGE_SIZE) {
+        const last = $('tasks').lastElementChild
+        rows.delete(last.dataset.taskId)
+        last.remove()
+        hasOlder = true
+      }
+      pager()
+    }
+  }
   if (TERMINAL.has(tr.dataset.state) && !TERMINAL.has(status.state)) return
   tr.dataset.state = status.state
   const cell = tr.querySelector('.state')
   cell.className = stateClass(status.state)
   cell.textContent = status.state
   tr.querySelector('.updated').textContent = clock(status.timestamp)
-  tr.querySelector('.cancel').disabled = TERMINAL.has(status.state)
-  tr.querySelector('.push').disabled = TERMINAL.has(status.state) || !pushReady()
+  // What cannot be used on a finished task is not shown.
+  tr.querySelector('.cancel').hidden = tr.querySelector('.push').hidden = TERMINAL.has(status.state)
+  tr.querySelector('.push').disabled = !pushReady()
 }
-function track (r) {
-  if (r.kind === 'task' || r.kind === 'status-update') show(taskIdOf(r), r.status)
+function track (r, place) {
+  if (r.kind === 'task' || r.kind === 'status-update') show(taskIdOf(r), r.status, place)
+}
+// The task list, PAGE_SIZE at a time through tasks/list. Page tokens are cursors, so a page is reached by walking
+// from the first: a task started meanwhile never shifts a task out of sight.
+async function listPage (index) {
+  let token = ''
+  for (let i = 0; ; i++) {
+    const params = { pageSize: PAGE_SIZE, historyLength: 0 }
+    if (token) params.pageToken = token
+    const result = await rpc('tasks/list', params)
+    if (i === index || !result.nextPageToken) return { index: i, tasks: result.tasks, older: Boolean(result.nextPageToken) }
+    token = result.nextPageToken
+  }
+}
+function pager () {
+  const first = page * PAGE_SIZE
+  $('tasks-pager').hidden = page === 0 && !hasOlder
+  $('newer-tasks').disabled = page === 0
+  $('older-tasks').disabled = !hasOlder
+  $('tasks-page').textContent = rows.size === 0 ? 'no tasks' : 'tasks ' + (first + 1) + '–' + (first + rows.size)
 }
 async function loadTasks () {
   try {
-    const { tasks } = await rpc('tasks/list', { pageSize: 50, historyLength: 0 })
+    const listed = await listPage(page)
     tasksError('')
-    for (const task of tasks.slice().reverse()) show(task.id, task.status)
-    for (const task of tasks) if (!TERMINAL.has(task.status.state)) watch(task.id)
+    page = listed.index
+    hasOlder = listed.older
+    for (const tr of rows.values()) tr.remove()
+    rows.clear()
+    for (const task of listed.tasks) show(task.id, task.status, 'end')
+    pager()
+    for (const task of listed.tasks) if (!TERMINAL.has(task.status.state)) watch(task.id)
   } catch (err) {
     tasksError('tasks/list: ' + err.message)
   }
+}
+function turnPage (by) {
+  page = Math.max(0, page + by)
+  loadTasks()
 }
 // Follows a running task with tasks/resubscribe until it ends; a few at a time.
 function watch (id) {
@@ -97,7 +140,7 @@ async function pollSink () {
   }
   $('try-push').disabled = !pushReady()
   $('try-push').title = pushReady() ? 'Send a message whose task reports to the sink' : 'Push notifications are off or the sink is unavailable'
-  for (const tr of rows.values()) tr.querySelector('.push').disabled = TERMINAL.has(tr.dataset.state) || !pushReady()
+  for (const tr of rows.values()) tr.querySelector('.push').disabled = !pushReady()
   if (store.getItem(KEYS.armed)) arm()
 }
 function addDelivery (d) {
@@ -145,7 +188,7 @@ async function send (text, push) {
       }
       logEvent(r)
       view.apply(r)
-      track(r)
+      track(r, page === 0 ? 'top' : undefined)
     })
   } catch (err) {
     view.fail(err.message)
@@ -197,6 +240,8 @@ async function start () {
     saveCredentials(event)
   })
   $('refresh-tasks').addEventListener('click', loadTasks)
+  $('newer-tasks').addEventListener('click', () => turnPage(-1))
+  $('older-tasks').addEventListener('click', () => turnPage(1))
   $('try-push').addEventListener('click', () => {
     arm()
     send('push test', true)

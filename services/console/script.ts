@@ -8,6 +8,7 @@ export const SCRIPT_CORE = String.raw`
 const TERMINAL = new Set(['completed', 'canceled', 'failed', 'rejected'])
 const MAX_WATCHED = 4
 const MAX_EVENTS = 200
+const PAGE_SIZE = 10
 const SINK_POLL_MS = 1500
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/
 const KEYS = { apiKey: 'a2a-console-api-key', bearer: 'a2a-console-bearer', sink: 'a2a-console-sink', armed: 'a2a-console-push' }
@@ -24,6 +25,8 @@ let sinkUrl = null
 let sinkTimer = null
 let lastSeq = 0
 let eventCount = 0
+let page = 0
+let hasOlder = false
 
 function el (tag, cls, text) {
   const node = document.createElement(tag)
@@ -98,7 +101,37 @@ async function stream (method, params, onResult) {
 // Results: whole Tasks (default dialect) or A2A events (a2a dialect) ----------------------------------------------
 const taskIdOf = r => r.kind === 'task' ? r.id : r.taskId
 const stateOf = r => (r.kind === 'task' || r.kind === 'status-update') ? r.status.state : null
-const textOf = parts => (parts || []).map(p => p.kind === 'text' ? p.text : p.kind === 'data' ? JSON.stringify(p.data, null, 2) : '[' + p.kind + ']').join('\n')
+// A data part beside a text part is the same answer for programs (the built-in tools send both): the text is shown.
+function textOf (parts) {
+  const list = parts || []
+  const hasText = list.some(p => p.kind === 'text')
+  return list.filter(p => !(hasText && p.kind === 'data'))
+    .map(p => p.kind === 'text' ? p.text : p.kind === 'data' ? JSON.stringify(p.data, null, 2) : '[' + p.kind + ']').join('\n')
+}
+// What a reply says when the agent wrote nothing, by state (either dialect's spelling).
+const QUIET = {
+  canceled: 'Canceled before the agent answered.',
+  failed: 'The task failed.',
+  rejected: 'The agent declined the task.',
+  completed: 'Completed, with no reply.',
+  input_required: 'The agent is waiting for your input.',
+  'input-required': 'The agent is waiting for your input.',
+  auth_required: 'The agent is waiting for authorization.',
+  'auth-required': 'The agent is waiting for authorization.'
+}
+const seen = new Map()
+// For a whole Task (default dialect), what changed since the last one of the same task: which artifacts grew, or
+// "status" when only the status did; '' for the first one and for a new state.
+function changeOf (task) {
+  const parts = {}
+  for (const a of task.artifacts || []) parts[a.artifactId] = JSON.stringify(a.parts)
+  const before = seen.get(task.id)
+  if (TERMINAL.has(task.status.state)) seen.delete(task.id)
+  else seen.set(task.id, { state: task.status.state, parts })
+  if (!before || before.state !== task.status.state) return ''
+  const grown = (task.artifacts || []).filter(a => before.parts[a.artifactId] !== parts[a.artifactId])
+  return grown.length > 0 ? 'artifact ' + grown.map(a => a.name || short(a.artifactId)).join(', ') : 'status'
+}
 
 function logEvent (result) {
   const li = el('li', 'event')
@@ -108,6 +141,11 @@ function logEvent (result) {
   li.append(el('span', 'n', ++eventCount), el('span', 'kind', result.kind), el('span', stateClass(state), state || ''),
     el('code', '', short(taskIdOf(result))))
   if (result.kind === 'artifact-update') li.append(el('span', '', result.artifact.name || result.artifact.artifactId))
+  const change = result.kind === 'task' ? changeOf(result) : ''
+  if (change) {
+    li.dataset.change = change
+    li.append(el('span', 'hint', change))
+  }
   appendLog(li)
 }
 function appendLog (li) {
@@ -130,7 +168,7 @@ function replyView () {
   let status = ''
   function render () {
     const shown = [...artifacts.values()].map(a => textOf(a.parts)).join('\n')
-    text.textContent = shown || status || '…'
+    text.textContent = shown || status || QUIET[bubble.dataset.state] || '…'
     $('transcript').scrollTop = $('transcript').scrollHeight
   }
   function setState (state) {
