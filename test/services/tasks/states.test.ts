@@ -82,8 +82,18 @@ t.test('presentTask returns the stored object itself when nothing changes', asyn
   t.equal(presentTask(stored, 'default'), stored)
   t.equal(presentTask(stored, 'default', 3), stored)
   t.equal(presentTask(stored, 'default', 10), stored)
-  const done = task('completed')
+  const done = { ...task('completed'), metadata: { by: 'test' } }
   t.equal(presentTask(done, 'a2a'), done)
+})
+
+t.test('presentTask leaves an unset metadata out in the a2a dialect only (the v0.3.0 schema has it an object)', async t => {
+  const done = task('completed')
+  t.equal(done.metadata, null)
+  const shown = presentTask(done, 'a2a')
+  t.notOk('metadata' in shown)
+  t.same({ ...shown, metadata: null }, done)
+  t.equal(done.metadata, null, 'the stored task is untouched')
+  t.equal(presentTask(done, 'default'), done)
 })
 
 t.test('presentTask renames the state in the a2a dialect without touching the stored task', async t => {
