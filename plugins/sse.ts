@@ -23,6 +23,8 @@ export interface EventSource {
   close (): void
   /** The current state, serialized, sent last when the server shuts down. */
   snapshot (): string
+  /** The SSE event id of what `snapshot` shows, when the stream has ids. */
+  snapshotId (): number | undefined
 }
 
 export interface SsePluginOptions {
@@ -160,7 +162,8 @@ export class StreamHub {
 
   /**
    * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id, or
-   * with `id` undefined (the HTTP+JSON binding) each `data: <result>\n\n`. `release` (from `reserve`) is called once
+   * with `id` undefined (the HTTP+JSON binding) each `data: <result>\n\n`; an event the source gives an id goes
+   * out with its `id:` line first. `release` (from `reserve`) is called once
    * the stream is gone.
    */
   open (reply: FastifyReply, id: JsonRpcId | undefined, source: EventSource, release: () => void = noop): void {
@@ -185,7 +188,7 @@ export class StreamHub {
     res.once('close', () => this.#drop(stream))
     res.on('drain', () => source.drain())
     source.attach({
-      write: json => this.#write(stream, stream.prefix + json + stream.suffix),
+      write: (json, id) => this.#write(stream, (id === undefined ? '' : `id: ${id}\n`) + stream.prefix + json + stream.suffix),
       end: () => this.#end(stream),
       queued: () => res.writableLength,
       abort: () => this.#cut(stream)
@@ -214,7 +217,8 @@ export class StreamHub {
 
   /** The stream's current snapshot, then its end. */
   #finish (stream: OpenStream): void {
-    this.#write(stream, stream.prefix + stream.source.snapshot() + stream.suffix)
+    const id = stream.source.snapshotId()
+    this.#write(stream, (id === undefined ? '' : `id: ${id}\n`) + stream.prefix + stream.source.snapshot() + stream.suffix)
     this.#end(stream)
   }
 

@@ -65,7 +65,8 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       maxTasks: settings.max_tasks,
       maxBytes: settings.max_bytes,
       maxLivePerOwner: settings.max_live_per_principal,
-      ttlSeconds: settings.ttl
+      ttlSeconds: settings.ttl,
+      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
     })
     bus = new MemoryTaskEventBus()
   }

@@ -150,7 +150,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       const { params } = resolveMethod(registry, req, principal)
       await claim.own(principal.id)
       audited(request, req.method)
-      source = await method.handler(params, { principal, log: request.log, id: req.id }) as EventSource
+      const lastEventId = request.headers['last-event-id']
+      const ctx = lastEventId === undefined ? { principal, log: request.log, id: req.id } : { principal, log: request.log, id: req.id, lastEventId: String(lastEventId) }
+      source = await method.handler(params, ctx) as EventSource
     } catch (err) {
       claim.release()
       const error = toJsonRpcError(err, request.log, req.method)

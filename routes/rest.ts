@@ -107,6 +107,13 @@ function bodyOf (request: FastifyRequest): Record<string, unknown> {
   return body as Record<string, unknown>
 }
 
+/** A POST's params with the `metadata` of its body, when it has one (`:subscribe`: `metadata.lastEventId`). */
+function withMetadata (request: FastifyRequest, params: Record<string, unknown>): Record<string, unknown> {
+  if (request.method !== 'POST') return params
+  const { metadata } = bodyOf(request)
+  return metadata === undefined ? params : { ...params, metadata }
+}
+
 const notFound = (what: string) => new JsonRpcError(RpcCode.methodNotFound, 'Not found', what)
 
 /** `/tasks/{id}`, `/tasks/{id}:cancel`, `/tasks/{id}:subscribe`: one route, the verb after the last colon (ids never hold one). */
@@ -201,7 +208,11 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
 
   /** The method's context for a call of this request. */
   function contextOf (request: FastifyRequest, principal: Principal, wire?: 'rest03'): MethodContext {
-    return wire === undefined ? { principal, log: request.log, id: null } : { principal, log: request.log, id: null, wire }
+    const ctx: { -readonly [K in keyof MethodContext]: MethodContext[K] } = { principal, log: request.log, id: null }
+    if (wire !== undefined) ctx.wire = wire
+    const lastEventId = request.headers['last-event-id']
+    if (lastEventId !== undefined) ctx.lastEventId = String(lastEventId)
+    return ctx
   }
 
   /** Runs the method `name` with `params` and answers its result (CONTRACT.md §12: 200, 201 on create, 204 on delete). */
@@ -290,7 +301,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       bodyLimit: opts.bodyLimit,
       handler (request, reply) {
         const { id, verb } = splitVerb(taskOf(request))
-        if (verb === 'subscribe') return stream(request, reply, 'SubscribeToTask', withTenant({ id }))
+        if (verb === 'subscribe') return stream(request, reply, 'SubscribeToTask', withTenant(withMetadata(request, { id })))
         if (request.method === 'GET' && verb === undefined) return call(request, reply, 'GetTask', withTenant({ ...queryParams(request), id }))
         if (request.method === 'POST' && verb === 'cancel') {
           const body = bodyOf(request)
@@ -331,7 +342,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     url: '/v1/tasks/:task',
     handler (request, reply) {
       const { id, verb } = splitVerb(taskOf(request))
-      if (verb === 'subscribe') return stream(request, reply, 'tasks/resubscribe', { id }, 'rest03')
+      if (verb === 'subscribe') return stream(request, reply, 'tasks/resubscribe', withMetadata(request, { id }), 'rest03')
       if (request.method === 'GET' && verb === undefined) return call(request, reply, 'tasks/get', { ...queryParams(request), id }, rest03)
       if (request.method === 'POST' && verb === 'cancel') {
         bodyOf(request)

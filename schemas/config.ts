@@ -71,6 +71,14 @@ export const ServerConfigSchema = obj({
   heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
   shutdown_timeout: Type.Number({ default: 10, minimum: 0 }),
   /**
+   * The events kept per task so that a stream cut off can resume (`Last-Event-ID`, README "Resumable streams"): the
+   * last `max_events` (0 keeps none: a resume then always resyncs), for `ttl` seconds once the task has ended.
+   */
+  stream_replay: obj({
+    max_events: Int(1000, { minimum: 0, maximum: 100_000 }),
+    ttl: Int(300, { minimum: 1 })
+  }),
+  /**
    * Standalone server: whether to trust X-Forwarded-For from a proxy in front (Fastify's `trustProxy`): false, the
    * proxies' addresses and CIDRs, or true (every address in the header, which lets a client choose its own: only
    * behind a proxy that overwrites the header). The client IP it yields keys the failed-authentication limit.
@@ -92,6 +100,11 @@ export const ProtocolConfigSchema = obj({
   card_security_schemes: Type.Union([Type.Literal('merged'), Type.Literal('v1')], { default: 'merged' }),
   /** The HTTP+JSON (REST) binding at the prefix root (CONTRACT.md §12); false removes its routes and card entries. */
   rest: Bool(true),
+  /**
+   * `id:` lines on the seed dialect's SSE frames too (CONTRACT.md §2). v1.0, REST and the a2a dialect always carry
+   * them; the seed dialect's frames are exactly `data: ...` unless this is on.
+   */
+  sse_event_ids: Bool(false),
   /**
    * The A2A v1.0 tenant this agent is served as (v1.0 `tenant`, CONTRACT.md §12): written on every card interface,
    * the v1.0 REST routes also served under `/<tenant>/`, and a v1.0 request naming another tenant refused. Unset: none.

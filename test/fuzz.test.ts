@@ -24,9 +24,11 @@ const HANG_MS = 10_000
 function checkAnswer (status: number, type: string | undefined, body: string, allowed = TRANSPORT): void {
   if (!allowed.has(status)) throw new Error(`status ${status}: ${body.slice(0, 200)}`)
   if (type?.startsWith('text/event-stream')) {
+    // Each event is one `data:` line, after an `id:` line when the stream has ids.
     for (const block of body.split('\n\n').filter(Boolean)) {
-      if (!block.startsWith('data: ')) throw new Error(`not an SSE event: ${block.slice(0, 100)}`)
-      envelope(JSON.parse(block.slice(6)))
+      const m = /^(?:id: \d+\n)?data: ([^\n]*)$/.exec(block)
+      if (m === null) throw new Error(`not an SSE event: ${block.slice(0, 100)}`)
+      envelope(JSON.parse(m[1]))
     }
     return
   }
@@ -210,7 +212,7 @@ t.test('a value that is no object in any array slot of any method\'s params is -
         const res = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 1, method, params: mutated } })
         const type = String(res.headers['content-type'])
         checkAnswer(res.statusCode, type, res.body)
-        const body = type.startsWith('text/event-stream') ? JSON.parse(res.body.split('\n\n')[0].slice(6)) : res.json()
+        const body = type.startsWith('text/event-stream') ? JSON.parse(res.body.split('\n\n')[0].replace(/^id: \d+\n/, '').slice(6)) : res.json()
         if (body.error?.code === -32603) t.fail(`${method} ${slot.join('.')} = ${JSON.stringify(value)}: -32603`)
         checked++
       }
@@ -252,7 +254,7 @@ t.test('v1.0 methods: any mutated request gets a documented status and envelope,
     const res = await bounded(app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json', ...headers }, payload }), payload)
     const type = res.headers['content-type'] as string | undefined
     checkAnswer(res.statusCode, type, res.body)
-    const body = type?.startsWith('text/event-stream') === true ? JSON.parse(res.body.split('\n\n')[0].slice(6)) : res.json()
+    const body = type?.startsWith('text/event-stream') === true ? JSON.parse(res.body.split('\n\n')[0].replace(/^id: \d+\n/, '').slice(6)) : res.json()
     if (body.error === undefined) return
     if (body.error.code === -32603) throw new Error(`-32603 for ${payload}`)
     // A v1.0 method name, even mutated away from its params: the error's data is the ErrorInfo array.

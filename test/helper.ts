@@ -56,6 +56,8 @@ export interface SseResult {
   events: any[]
   /** Comment lines (`: keep-alive`). */
   comments: string[]
+  /** Each event's `id:`, undefined where it has none. */
+  ids: Array<number | undefined>
   /** The raw body. */
   raw: string
 }
@@ -71,17 +73,26 @@ export async function postStream (url: string, body: unknown, headers: Record<st
   return { status: res.status, headers: res.headers, raw, ...parseSse(raw) }
 }
 
-/** Splits an SSE body into its events; every event must be exactly `data: <json>\n\n` (CONTRACT.md §7). */
-export function parseSse (raw: string): { events: any[], comments: string[] } {
+/**
+ * Splits an SSE body into its events; every event must be exactly `data: <json>\n\n` (CONTRACT.md §7), after an
+ * `id: <n>\n` line when the stream has ids (`ids` holds them, undefined for an event without one).
+ */
+export function parseSse (raw: string): { events: any[], comments: string[], ids: Array<number | undefined> } {
   const events: any[] = []
   const comments: string[] = []
+  const ids: Array<number | undefined> = []
   for (const block of raw.split('\n\n')) {
     if (block === '') continue
-    if (block.startsWith(':')) comments.push(block)
-    else if (block.startsWith('data: ') && !block.includes('\n')) events.push(JSON.parse(block.slice(6)))
-    else throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
+    if (block.startsWith(':')) {
+      comments.push(block)
+      continue
+    }
+    const m = /^(?:id: (\d+)\n)?data: ([^\n]*)$/.exec(block)
+    if (m === null) throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
+    events.push(JSON.parse(m[2]))
+    ids.push(m[1] === undefined ? undefined : Number(m[1]))
   }
-  return { events, comments }
+  return { events, comments, ids }
 }
 
 /** Waits until `check` holds, polling on the event loop; fails after `attempts` (never a timing assertion). */

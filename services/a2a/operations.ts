@@ -2,12 +2,12 @@ import type { A2AConfig } from '../../schemas/config.js'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
 import type { Message, Task, TaskState } from '../../schemas/task.js'
 import type { Principal } from '../auth/principal.js'
-import { JsonRpcError, RpcCode, contentTypeNotSupported } from '../errors.js'
+import { JsonRpcError, RpcCode, contentTypeNotSupported, invalidParams } from '../errors.js'
 import type { MaybePromise } from '../maybe-promise.js'
 import type { PushService } from '../push/service.js'
 import type { StoredTask } from '../tasks/store.js'
 import type { SettledTask, TaskService } from '../tasks/task-service.js'
-import { TaskEventStream, type Wire } from '../tasks/task-stream.js'
+import { TaskEventStream, type Resume, type Wire } from '../tasks/task-stream.js'
 import { isTerminal } from '../tasks/states.js'
 
 // The A2A operations (README, Architecture): binding- and version-neutral, over the internal task model. A codec
@@ -61,12 +61,21 @@ export class A2AOperations {
   readonly push: PushService | undefined
   readonly #timeoutMs: number
   readonly #checkMediaTypes: (message: Message) => void
+  /** The seed dialect's frames carry ids only with `protocol.sse_event_ids`; every other wire's always do. */
+  readonly #seedIds: boolean
 
   constructor ({ config, tasks, push }: OperationDeps) {
     this.tasks = tasks
     this.push = push
     this.#timeoutMs = config.server.request_timeout * 1000
     this.#checkMediaTypes = mediaTypeCheck(config.agent.input_modes)
+    this.#seedIds = config.protocol.sse_event_ids
+  }
+
+  /** How a stream of a task is written: in `wire`, its frames with ids or not (README, "Resumable streams"). */
+  #streamOf (id: string, wire: Wire, mode: 'message' | 'resubscribe', local?: boolean): TaskEventStream {
+    const ids = wire !== 'default' || this.#seedIds
+    return new TaskEventStream(this.tasks.bus, id, local === true ? { dialect: wire, mode, ids, local } : { dialect: wire, mode, ids })
   }
 
   /**
@@ -100,7 +109,7 @@ export class A2AOperations {
     const { message } = input
     if (message.taskId !== undefined) {
       // Subscribed before the message joins: the events of its turn cannot be missed.
-      const events = new TaskEventStream(this.tasks.bus, message.taskId, { dialect: wire, mode: 'message' })
+      const events = this.#streamOf(message.taskId, wire, 'message')
       try {
         await events.ready
         return events.start(await this.#route(input, principal))
@@ -114,7 +123,7 @@ export class A2AOperations {
     try {
       await this.#route(input, principal, record => {
         // Its run is in this process, which writes its events: no subscription in Redis (see TaskService.start).
-        events = new TaskEventStream(this.tasks.bus, record.task.id, { dialect: wire, mode: 'message', local: true }).start(record)
+        events = this.#streamOf(record.task.id, wire, 'message', true).start(record)
       })
     } catch (err) {
       // Followed, then not stored (its first turn ran before the insert, which failed).
@@ -127,15 +136,23 @@ export class A2AOperations {
   /**
    * Follows a task: its snapshot, then live events until it settles. `terminal` is the error for a task that has
    * ended (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3), as a task
-   * waiting for input does in both.
+   * waiting for input does in both. `lastEventId` (a client's `Last-Event-ID`, README "Resumable streams") resumes
+   * after that event instead: the events it missed, then live ones; a task that has ended since is resumed too.
    */
-  async subscribe (id: string, principal: Principal, wire: Wire, terminal?: (task: Task) => JsonRpcError): Promise<TaskEventStream> {
-    const events = new TaskEventStream(this.tasks.bus, id, { dialect: wire, mode: 'resubscribe' })
+  async subscribe (id: string, principal: Principal, wire: Wire, terminal?: (task: Task) => JsonRpcError, lastEventId?: number): Promise<TaskEventStream> {
+    const events = this.#streamOf(id, wire, 'resubscribe')
     try {
       await events.ready
       const record = await this.tasks.get(id, principal)
-      if (terminal !== undefined && isTerminal(record.task.status.state)) throw terminal(record.task)
-      return events.start(record)
+      let resume: Resume | undefined
+      if (lastEventId !== undefined) {
+        if (lastEventId > record.version) {
+          throw invalidParams(`lastEventId: ${lastEventId} is not an event of task "${id}" (its last is ${record.version})`)
+        }
+        if (wire !== 'default') resume = { after: lastEventId, kept: await this.tasks.store.eventsAfter(id, lastEventId) }
+      }
+      if (terminal !== undefined && isTerminal(record.task.status.state) && !(resume?.kept?.length ?? 0)) throw terminal(record.task)
+      return events.start(record, resume)
     } catch (err) {
       events.close()
       throw err
@@ -217,4 +234,20 @@ function mediaTypeCheck (accepted: readonly string[]): (message: Message) => voi
 /** CONTRACT.md §4: with push notifications off, a v0.3 message carrying a push config is -32601 and no task is made. */
 export function pushNotSupported (): JsonRpcError {
   return new JsonRpcError(RpcCode.methodNotFound, 'Method not found', 'push notifications are not supported')
+}
+
+/**
+ * The event id a stream resumes after: the `Last-Event-ID` header, else `metadata.lastEventId` of the params (a
+ * non-negative integer, or its decimal text). Undefined when neither is given; -32602 naming the field otherwise.
+ */
+export function resumePoint (header: string | undefined, metadata: Record<string, unknown> | null | undefined, field: string): number | undefined {
+  if (header !== undefined) return eventId(header, 'Last-Event-ID')
+  const value = metadata?.lastEventId
+  return value === undefined ? undefined : eventId(value, `${field}.lastEventId`)
+}
+
+function eventId (value: unknown, field: string): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
+  if (typeof value === 'string' && /^\d{1,15}$/.test(value.trim())) return Number(value.trim())
+  throw invalidParams(`${field}: must be the id of an event of the task's stream, a non-negative integer`)
 }

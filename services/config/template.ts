@@ -90,6 +90,11 @@ server:
   heartbeat_interval: ${y(d.server.heartbeat_interval)}
   # Seconds to let requests and streams finish on SIGTERM.
   shutdown_timeout: ${y(d.server.shutdown_timeout)}
+  # Events kept per task so that a stream cut off resumes where it broke (Last-Event-ID): the last max_events
+  # (0: none), for ttl seconds once the task has ended.
+  stream_replay:
+    max_events: ${y(d.server.stream_replay.max_events)}
+    ttl: ${y(d.server.stream_replay.ttl)}
   # Behind a load balancer: trust its X-Forwarded-For for the client address (rate limits per IP use it).
   # false | true (any proxy) | a list of the proxies' addresses or CIDRs, e.g. [10.0.0.0/8].
   trust_proxy: ${y(d.server.trust_proxy)}
@@ -105,6 +110,8 @@ protocol:
   card_security_schemes: ${y(d.protocol.card_security_schemes)}
   # The HTTP+JSON (REST) binding at the prefix root: POST /message:send, GET /tasks/{id}, ...
   rest: ${y(d.protocol.rest)}
+  # id: lines on the default dialect's stream frames too (v1.0, REST and the a2a dialect always have them).
+  sse_event_ids: ${y(d.protocol.sse_event_ids)}
   # The A2A v1.0 tenant the agent is served as: on every card interface, and the v1.0 REST routes also under
   # /<tenant>/. Letters, digits and . _ ~ - (not v1). Unset: none.
   # tenant: acme

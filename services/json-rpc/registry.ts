@@ -17,6 +17,8 @@ export interface MethodContext {
    * events in the v0.3 proto form. Absent: the method's own form.
    */
   readonly wire?: 'rest03'
+  /** The request's `Last-Event-ID` header: where a stream that resumes starts (README, "Resumable streams"). */
+  readonly lastEventId?: string
 }
 
 export interface MethodDefinition<S extends TSchema = TSchema> {

@@ -1,7 +1,8 @@
 import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { taskBytes, taskBytesChange } from './task-bytes.js'
-import type { StoredTask, SyncTaskStore, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+import type { TaskEvent } from './event-bus.js'
+import { keptEvent, type KeptEvent, type StoredTask, type SyncTaskStore, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 
 export interface MemoryTaskStoreOptions {
   /** `tasks.max_tasks`: at most this many tasks are held. */
@@ -16,7 +17,12 @@ export interface MemoryTaskStoreOptions {
   now?: () => number
   /** How often expired tasks are swept, ms. */
   sweepIntervalMs?: number
+  /** `server.stream_replay`: events kept per task for streams that resume, and for how long after it ends. */
+  replay?: { maxEvents: number, ttlSeconds: number }
 }
+
+/** `server.stream_replay`'s defaults. */
+const DEFAULT_REPLAY = { maxEvents: 1000, ttlSeconds: 300 }
 
 const DEFAULT_SWEEP_MS = 60_000
 
@@ -36,6 +42,10 @@ interface Entry {
   /** Its owner's tasks, in insertion order: the neighbours (older, newer). */
   ownerOlder: Entry | null
   ownerNewer: Entry | null
+  /** Its last events, oldest first (`server.stream_replay`); null before the first and once they have expired. */
+  kept: KeptEvent[] | null
+  /** The version of its last event; 0 before the first. */
+  lastEvent: number
 }
 
 /** One owner's tasks, a doubly-linked list through their entries: `tasks/list` walks it from the newest. */
@@ -71,6 +81,8 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #ttlMs: number
   readonly #now: () => number
   readonly #timer: NodeJS.Timeout
+  readonly #maxEvents: number
+  readonly #replayTtlMs: number
   #seq = 0
 
   constructor (opts: MemoryTaskStoreOptions) {
@@ -79,6 +91,9 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     this.#maxLive = opts.maxLivePerOwner ?? Infinity
     this.#ttlMs = opts.ttlSeconds * 1000
     this.#now = opts.now ?? Date.now
+    const replay = opts.replay ?? DEFAULT_REPLAY
+    this.#maxEvents = replay.maxEvents
+    this.#replayTtlMs = replay.ttlSeconds * 1000
     this.#timer = setInterval(() => this.sweep(), opts.sweepIntervalMs ?? DEFAULT_SWEEP_MS).unref()
   }
 
@@ -105,7 +120,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     }
     const bytes = taskBytes(record.task)
     this.admit(bytes)
-    const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null }
+    const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null, kept: null, lastEvent: 0 }
     this.#bytes += bytes
     this.#tasks.set(record.task.id, entry)
     // Read again: an eviction above may have taken the owner's last task, and its list with it.
@@ -206,6 +221,37 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     for (let entry = this.#byOwner.get(owner)?.newest ?? null; entry !== null; entry = entry.ownerOlder) yield entry
   }
 
+  keep (taskId: string, event: TaskEvent): void {
+    const entry = this.#tasks.get(taskId)
+    if (entry === undefined) return
+    const prev = entry.lastEvent
+    entry.lastEvent = event.version
+    const max = this.#maxEvents
+    if (max === 0) return
+    const kept = entry.kept ??= []
+    kept.push(keptEvent(event, prev))
+    // Trimmed an eighth at a time, so that a long task does not shift its array on every event.
+    if (kept.length > max + (max >> 3)) kept.splice(0, kept.length - max)
+  }
+
+  async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
+    const entry = this.#tasks.get(taskId)
+    if (entry === undefined) return []
+    if (entry.kept !== null && this.#replayExpired(entry, this.#now())) entry.kept = null
+    if (entry.lastEvent <= after) return []
+    const kept = entry.kept
+    if (kept === null) return null
+    let i = kept.length
+    while (i > 0 && kept[i - 1].version > after) i--
+    // The first event after `after` must follow it directly, else some were trimmed away.
+    if (i === kept.length || kept[i].prev > after) return null
+    return kept.slice(i)
+  }
+
+  #replayExpired (entry: Entry, now: number): boolean {
+    return entry.linked && entry.record.updatedAt + this.#replayTtlMs <= now
+  }
+
   onDelete (listener: (taskId: string) => void): void {
     this.#deleteListeners.push(listener)
   }
@@ -216,10 +262,14 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     clearInterval(this.#timer)
   }
 
-  /** Drops terminal tasks past their TTL: they are kept in expiry order, so this stops at the first live one. */
+  /**
+   * Drops terminal tasks past their TTL: they are kept in expiry order, so this stops at the first live one. The
+   * kept events of terminal tasks past `server.stream_replay.ttl` go too (the same order).
+   */
   sweep (): void {
     const now = this.#now()
     while (this.#oldest !== null && this.#expired(this.#oldest, now)) this.#delete(this.#oldest)
+    for (let entry = this.#oldest; entry !== null && this.#replayExpired(entry, now); entry = entry.newer) entry.kept = null
   }
 
   #expired (entry: Entry, now: number): boolean {

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { recordJson, type InsertOptions, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
 
@@ -36,6 +36,11 @@ export interface RedisTaskStoreOptions {
    * channel from its own script, so that an event costs no round trip of its own.
    */
   announcer?: TaskEventAnnouncer
+  /**
+   * `server.stream_replay`: each write keeps its event in the task's Stream (`<keyPrefix>e:<id>`, at most about
+   * `maxEvents`), which expires `ttlSeconds` after the task ends. Default 1000 events, 300 s.
+   */
+  replay?: { maxEvents: number, ttlSeconds: number }
 }
 
 const DEFAULT_LIST_BATCH = 100
@@ -78,8 +83,9 @@ const INTERRUPTED_RECLAIM_MS = 60_000
 // KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set, the
 // context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
 // none), lease ttl ms ('' for no lease; a terminal task takes none), task id, the most live tasks of one owner ('' for no limit), '1' when the
-// task is terminal, the context index's PEXPIRE ms. Replies 1, 0 when the id is taken, -1 when the owner holds its
-// most live tasks.
+// task is terminal, the context index's PEXPIRE ms, the events kept at most ('0': none), their PEXPIRE ms once the
+// task is terminal, then for each event of the task's first turn its version and kept JSON (KEYS[9], the task's
+// event Stream). Replies 1, 0 when the id is taken, -1 when the owner holds its most live tasks.
 const INSERT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[10] ~= '1' then
@@ -88,6 +94,15 @@ if ARGV[10] ~= '1' then
 end
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq)
+local last = '0'
+for i = 14, #ARGV, 2 do
+  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
+  last = ARGV[i]
+end
+if last ~= '0' then
+  redis.call('HSET', KEYS[1], 'ev', last)
+  if ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
+end
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
 redis.call('ZADD', KEYS[4], seq, ARGV[5])
@@ -106,13 +121,20 @@ return 1
 // contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps
 // the expiry too), '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
-// ms, the task key prefix, the channel to announce the change on ('' for none) and the message. A terminal write
+// ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
+// event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
+// the task's event Stream; each entry's id is its version, its field p the version of the event before). A terminal write
 // drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change went to the
 // outbox, else 1.
 const REPLACE_LUA = `
-local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq')
+local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
+if ARGV[19] ~= '' then
+  if ARGV[20] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[20], ARGV[3] .. '-1', 'p', old[4] or '0', 'e', ARGV[19]) end
+  redis.call('HSET', KEYS[1], 'ev', ARGV[3])
+  if ARGV[10] == '1' and ARGV[20] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
+end
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('PEXPIRE', KEYS[7], ARGV[15])
 if old[2] ~= ARGV[5] and old[3] then
@@ -190,9 +212,9 @@ type ListReply = [0 | 1, string, ...string[]]
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 interface TaskCommands {
   a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, context: string, state: string,
-    ...args: string[]): Promise<-1 | 0 | 1>
+    events: string, ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
-    leases: string, ...args: string[]): Promise<0 | 1 | 2>
+    leases: string, events: string, ...args: string[]): Promise<0 | 1 | 2>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
@@ -218,6 +240,8 @@ export class RedisTaskStore implements TaskStore {
   readonly #interrupted: string
   readonly #indexTtlMs: string
   readonly #announcer: TaskEventAnnouncer | undefined
+  readonly #maxEvents: string
+  readonly #replayTtlMs: string
   readonly leasesOnInsert: boolean
   readonly announces: boolean
   readonly recordsPush: boolean
@@ -236,10 +260,12 @@ export class RedisTaskStore implements TaskStore {
     this.#interrupted = `${opts.keyPrefix}interrupted`
     this.#indexTtlMs = String(Math.ceil(opts.indexTtlMs ?? 2 * opts.ttlSeconds * 1000))
     this.#announcer = opts.announcer
+    this.#maxEvents = String(opts.replay?.maxEvents ?? 1000)
+    this.#replayTtlMs = String((opts.replay?.ttlSeconds ?? 300) * 1000)
     this.announces = opts.announcer !== undefined
     this.recordsPush = opts.pushKeyPrefix !== undefined
-    client.defineCommand('a2aTaskInsert', { numberOfKeys: 8, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 8, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 9, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 9, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
@@ -249,10 +275,11 @@ export class RedisTaskStore implements TaskStore {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
       this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`, this.#liveKey(owner),
-      this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state,
+      this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state, this.#eventsKey(task.id),
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
       `${owner.length}:${owner}${task.id}`, this.#expiry(record), opts?.lease === false ? '' : this.#leaseTtlMs, task.id, this.#maxLive,
-      isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs
+      isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs, this.#maxEvents, this.#replayTtlMs,
+      ...(opts?.events ?? []).flatMap(event => [String(event.version), keptJson(event)])
     ))
     if (inserted === -1) throw new LiveTaskLimit(owner)
     // The id is taken. A command retried after its connection dropped (Redis restarting) may find its own first run:
@@ -277,14 +304,29 @@ export class RedisTaskStore implements TaskStore {
     const written = await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
       this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
-      String(next.version - 1), recordJson(next, taskJson), String(next.version), task.contextId, state,
+      this.#eventsKey(task.id), String(next.version - 1), recordJson(next, taskJson), String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson)
+      announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson),
+      event === undefined ? '' : keptJson(event), this.#maxEvents, this.#replayTtlMs
     ))
     return written === 0 ? false : written === 2 ? 'outbox' : true
+  }
+
+  async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
+    const replies = await this.#call(async () => await this.#client.pipeline()
+      .hget(this.#taskKey(taskId), 'ev')
+      .xrange(this.#eventsKey(taskId), `${after + 1}-0`, '+')
+      .exec() as Array<[Error | null, unknown]>)
+    for (const [err] of replies) if (err !== null) throw new StorageUnavailable(reason(err))
+    const last = Number(replies[0][1] ?? 0)
+    if (last <= after) return []
+    const entries = replies[1][1] as Array<[string, string[]]>
+    // The first event after `after` must follow it directly, else some were trimmed away or have expired.
+    if (entries.length === 0 || Number(entries[0][1][1]) > after) return null
+    return entries.map(([id, fields]) => ({ ...JSON.parse(fields[3]), version: Number(id.slice(0, id.indexOf('-'))), prev: Number(fields[1]) }))
   }
 
   async claimInterrupted (before: number): Promise<string[]> {
@@ -336,6 +378,10 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #eventsKey (id: string): string {
+    return `${this.#prefix}e:${id}`
   }
 
   #contextKey (owner: string, contextId: string): string {
@@ -390,4 +436,10 @@ function reason (err: Error): string {
   if (err.name === 'MaxRetriesPerRequestError') return 'redis unreachable'
   if (err.message === 'Command timed out') return 'redis command timed out'
   return 'redis connection closed'
+}
+
+/** An event as its task's Stream keeps it: the kept form without its version (the entry id) and `prev` (a field). */
+function keptJson (event: TaskEvent): string {
+  if (event.type === 'status') return JSON.stringify({ type: 'status', status: event.task.status, final: event.final })
+  return JSON.stringify({ type: 'artifact', artifact: event.artifact, append: event.append, lastChunk: event.lastChunk })
 }

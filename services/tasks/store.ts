@@ -1,4 +1,4 @@
-import type { Task, TaskState } from '../../schemas/task.js'
+import type { Artifact, Task, TaskState, TaskStatus } from '../../schemas/task.js'
 import type { TaskEvent } from './event-bus.js'
 
 /** A task as stored, with what only the server knows about it. Stored records are never mutated in place. */
@@ -13,9 +13,35 @@ export interface StoredTask {
   readonly updatedAt: number
 }
 
+/**
+ * A task event as kept for streams that resume (README, "Resumable streams"): what its encoders need, and `prev`,
+ * the version of the task's event before it (0 for its first), by which a reader knows that nothing is missing.
+ */
+export type KeptEvent =
+  | { readonly type: 'status', readonly version: number, readonly prev: number, readonly status: TaskStatus, readonly final: boolean }
+  | {
+    readonly type: 'artifact'
+    readonly version: number
+    readonly prev: number
+    readonly artifact: Artifact
+    readonly append: boolean
+    readonly lastChunk: boolean
+  }
+
+/** The kept form of an event, after the task's event `prev`. */
+export function keptEvent (event: TaskEvent, prev: number): KeptEvent {
+  if (event.type === 'status') return { type: 'status', version: event.version, prev, status: event.task.status, final: event.final }
+  return { type: 'artifact', version: event.version, prev, artifact: event.artifact, append: event.append, lastChunk: event.lastChunk }
+}
+
 export interface InsertOptions {
   /** A store that `leasesOnInsert`: false stores the task without a lease (its run has ended already). Default true. */
   lease?: boolean
+  /**
+   * The events of the task's first turn, made before it was stored (TaskService.start): a store that keeps events
+   * with its writes (Redis) keeps these with the insert.
+   */
+  events?: readonly TaskEvent[]
 }
 
 export interface TaskListQuery {
@@ -77,6 +103,16 @@ export interface TaskStore {
    * throws TaskStoreFull. Stores bounded otherwise (Redis' `maxmemory`) leave it out.
    */
   admit? (bytes: number): void
+  /**
+   * The task's kept events after version `after`, oldest first; null when some of those are no longer kept (the
+   * client is too far behind, or the task's events outlived `server.stream_replay`). A task not found has none.
+   */
+  eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null>
+  /**
+   * Keeps a task's event for resuming streams. Memory store: the task service calls it after each write it
+   * publishes. Stores that keep events with the write itself (Redis) leave it out.
+   */
+  keep? (taskId: string, event: TaskEvent): void
   /** Throws when the backend does not answer (used by `/ready`). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -236,7 +236,8 @@ export class TaskService {
    */
   async #store (draft: Draft, created: StoredTask): Promise<StoredTask> {
     const id = created.task.id
-    const stored = this.store.insert(draft.record, { lease: this.#running.has(id) }).then(() => {
+    const events = draft.changes.flatMap(change => change.event === undefined ? [] : [change.event])
+    const stored = this.store.insert(draft.record, { lease: this.#running.has(id), events }).then(() => {
       this.#drafts.delete(id)
       this.#outcomes.set(created, draft.record)
       this.#created(created)
@@ -614,6 +615,8 @@ export class TaskService {
     const id = next.task.id
     if (this.#latest.has(id)) this.#latest.set(id, next)
     if (event !== undefined) {
+      // Kept for streams that resume; a store that announces kept it with the write.
+      if (!announced) this.store.keep?.(id, event)
       try {
         if (announced) this.bus.deliver(id, event)
         else this.bus.publish(id, event)

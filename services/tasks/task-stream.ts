@@ -1,4 +1,5 @@
 import type { Task } from '../../schemas/task.js'
+import type { KeptEvent } from './store.js'
 import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
 import { encodeEvent03, encodeTask03 } from '../a2a/codec-v03-rest.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
@@ -7,8 +8,11 @@ import type { StoredTask } from './store.js'
 
 /** Where a stream's events go: serialized JSON-RPC `result` values, then the end. */
 export interface StreamSink {
-  /** Writes one result (already JSON). Returns false when the consumer is not keeping up: wait for `drain`. */
-  write (resultJson: string): boolean
+  /**
+   * Writes one result (already JSON), with its SSE event id when the stream has ids (the task's version). Returns
+   * false when the consumer is not keeping up: wait for `drain`.
+   */
+  write (resultJson: string, id?: number): boolean
   end (): void
   /** Bytes written but not yet taken by the consumer. */
   queued (): number
@@ -36,7 +40,21 @@ export interface TaskEventStreamOptions {
   mode: 'message' | 'resubscribe'
   /** A task this process runs: follow it as a `local` listener of the bus (no subscription in Redis). */
   local?: boolean
+  /** Each frame carries its task version as the SSE event id (README, "Resumable streams"). */
+  ids?: boolean
 }
+
+/**
+ * Where a resumed stream starts (`Last-Event-ID`): after the event `after`, with the events kept since, or (`kept`
+ * null) too far behind for them: the current task, marked as a resync.
+ */
+export interface Resume {
+  readonly after: number
+  readonly kept: readonly KeptEvent[] | null
+}
+
+/** The metadata key that marks a snapshot sent in place of events no longer kept. */
+export const RESYNC_KEY = 'fastify-a2a.resync'
 
 // One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7). The bus
 // hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs
@@ -115,6 +133,7 @@ export class TaskEventStream {
   readonly #dialect: Wire
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
+  readonly #ids: boolean
   #early: TaskEvent[] | null = []
   /** What waits for the consumer: everything before a sink is attached, and what comes while it is not keeping up. */
   readonly #held: Held[] = []
@@ -136,6 +155,7 @@ export class TaskEventStream {
     this.taskId = taskId
     this.#dialect = opts.dialect
     this.#mode = opts.mode
+    this.#ids = opts.ids === true
     this.#unsubscribe = bus.subscribe(taskId, this.#onEvent, opts.local === true ? LOCAL : undefined)
   }
 
@@ -144,15 +164,34 @@ export class TaskEventStream {
     return this.#unsubscribe.ready
   }
 
-  /** Sets the snapshot the stream starts from, and replays what arrived after it. */
-  start (record: StoredTask): this {
+  /**
+   * Sets the snapshot the stream starts from, and replays what arrived after it. A `resume` (not in the default
+   * dialect, whose every result is the whole task) starts after the client's last event instead: the events kept
+   * since, then live ones; or, when those are no longer kept, the snapshot marked as a resync.
+   */
+  start (record: StoredTask, resume?: Resume): this {
     const early = this.#early as TaskEvent[]
     this.#early = null
     this.#afterVersion = record.version
     this.#last = record.task
-    if (this.#mode === 'resubscribe' || this.#dialect !== 'default') {
+    const settled = isSettled(record.task.status.state)
+    if (resume !== undefined && this.#dialect !== 'default') {
+      if (resume.kept === null) {
+        const task = { ...record.task, metadata: { ...record.task.metadata, [RESYNC_KEY]: true } }
+        this.#push({ snapshot: task, version: record.version }, settled)
+      } else {
+        this.#afterVersion = resume.after
+        for (const kept of resume.kept) this.#onEvent(replayed(kept, record.task))
+        if (this.#afterVersion <= record.version) this.#last = record.task
+        // The client has every event up to the task's settling one: nothing is left to send.
+        if (!this.#final && settled && resume.kept.length === 0) {
+          this.#final = true
+          this.close()
+        }
+      }
+    } else if (this.#mode === 'resubscribe' || this.#dialect !== 'default') {
       // A resubscribe to a task that has settled gets its snapshot and the stream ends.
-      this.#push({ snapshot: record.task }, this.#mode === 'resubscribe' && isSettled(record.task.status.state))
+      this.#push({ snapshot: record.task, version: record.version }, this.#mode === 'resubscribe' && settled)
     }
     for (const event of early) this.#onEvent(event)
     return this
@@ -161,6 +200,11 @@ export class TaskEventStream {
   /** The task as of the last event this stream saw, serialized: what a stream cut short by shutdown sends last. */
   snapshot (): string {
     return snapshotResult(this.#last as Task, this.#dialect)
+  }
+
+  /** The id of what `snapshot` shows, when the stream has ids. */
+  snapshotId (): number | undefined {
+    return this.#ids ? this.#afterVersion : undefined
   }
 
   /** Starts writing: everything held so far, then live events. */
@@ -218,7 +262,7 @@ export class TaskEventStream {
 
   #write (sink: StreamSink, result: Result, json = this.#json(result)): void {
     this.#lastBytes = json.length
-    this.#blocked = !sink.write(json)
+    this.#blocked = !sink.write(json, this.#ids ? result.version : undefined)
     this.#written++
   }
 
@@ -272,8 +316,17 @@ function changeBytes (result: Result): number {
   return JSON.stringify(result.append ? result.artifact.parts : result.artifact).length
 }
 
-/** What a stream writes: a task snapshot, or an event. */
-type Result = { readonly snapshot: Task } | TaskEvent
+/** What a stream writes: a task snapshot (at its version), or an event. */
+type Result = { readonly snapshot: Task, readonly version: number } | TaskEvent
+
+/**
+ * A kept event as the stream's encoders take it: they read the task's id, contextId and (status events) status,
+ * given here from the task as it stands, with the event's own status.
+ */
+function replayed (kept: KeptEvent, task: Task): TaskEvent {
+  if (kept.type === 'status') return { type: 'status', version: kept.version, task: { ...task, status: kept.status }, final: kept.final }
+  return { type: 'artifact', version: kept.version, task, artifact: kept.artifact, append: kept.append, lastChunk: kept.lastChunk }
+}
 
 /** A result waiting for the consumer, with its serialized size when it counts towards the consumer's limit. */
 interface Held {

@@ -6,18 +6,19 @@ import ssePlugin, { type EventSource } from '../../plugins/sse.js'
 import { h2Post, parseSse, processWarnings, until } from '../helper.js'
 
 /** A hand-driven source: the test writes and ends it. */
-function manualSource () {
-  let sink: { write (json: string): boolean, end (): void } | undefined
+function manualSource (id?: number) {
+  let sink: { write (json: string, id?: number): boolean, end (): void } | undefined
   let closed = 0
   const source: EventSource = {
     attach (s) { sink = s },
     drain () {},
     close () { closed++ },
-    snapshot: () => '{"snapshot":true}'
+    snapshot: () => '{"snapshot":true}',
+    snapshotId: () => id
   }
   return {
     source,
-    write: (json: string) => (sink as { write (json: string): boolean }).write(json),
+    write: (json: string, eventId?: number) => (sink as { write (json: string, id?: number): boolean }).write(json, eventId),
     end: () => sink?.end(),
     closed: () => closed
   }
@@ -30,7 +31,9 @@ async function app (t: { teardown (fn: () => unknown): void }, opts: Partial<Par
   fastify.post('/stream', async function (request, reply) {
     const slot = this.a2aStreams.take()
     if (slot === null) return reply.code(429).send()
-    const s = manualSource()
+    // `?id=N`: a source whose frames have ids, its snapshot under N.
+    const id = (request.query as { id?: string }).id
+    const s = manualSource(id === undefined ? undefined : Number(id))
     sources.push(s)
     // `?wait=N`: the stream opens N ms late, as one does after Redis I/O.
     const wait = Number((request.query as { wait?: string }).wait ?? 0)
@@ -183,6 +186,18 @@ t.test('on close, streams get the snapshot after beforeShutdown and end', async 
   const raw = await (await pending).text()
   t.same(order, ['drain'])
   t.equal(raw, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"snapshot":true}}\n\n')
+})
+
+t.test('a source with ids: each frame starts with its id line, and so does the snapshot sent at close', async t => {
+  const { fastify, url, sources } = await app(t)
+  const pending = fetch(url + '/stream?id=9', { method: 'POST' })
+  await until(() => sources.length === 1)
+  sources[0].write('{"n":1}', 7)
+  sources[0].write('{"n":2}')
+  await fastify.close()
+  t.equal(await (await pending).text(), 'id: 7\ndata: {"jsonrpc":"2.0","id":"id-1","result":{"n":1}}\n\n' +
+    'data: {"jsonrpc":"2.0","id":"id-1","result":{"n":2}}\n\n' +
+    'id: 9\ndata: {"jsonrpc":"2.0","id":"id-1","result":{"snapshot":true}}\n\n')
 })
 
 /**

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, listen, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
+import { build, listen, parseSse, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
 
 // The v0.3 routes of the HTTP+JSON binding (CONTRACT.md §12): `/v1/...` with the v0.3 proto's ProtoJSON bodies, the
 // JSON-RPC error object as the error body, and the tenant form of the v1.0 routes.
@@ -11,7 +11,7 @@ function message (text: string, extra: Record<string, unknown> = {}): Record<str
 const rest = restCall
 
 function sseEvents (text: string): any[] {
-  return text.split('\n\n').filter(block => block.startsWith('data: ')).map(block => JSON.parse(block.slice(6)))
+  return parseSse(text).events
 }
 
 const executor = waitOrEcho

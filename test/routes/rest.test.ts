@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, listen, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
+import { build, listen, parseSse, receiver, restCall, rpc, until, waitOrEcho } from '../helper.js'
 
 // The HTTP+JSON binding of A2A v1.0 (CONTRACT.md §12), on the wire: routes, status codes, media types, error bodies.
 
@@ -112,7 +112,7 @@ t.test('§12 route matching: /tasks/{id}, {id}:cancel and {id}:subscribe are kep
   const res = await subscription
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /^text\/event-stream/)
-  const events = (await res.text()).split('\n\n').filter(Boolean).map(block => JSON.parse(block.replace(/^data: /, '')))
+  const events = parseSse(await res.text()).events
   t.match(events[0], { task: { id: waiting.id } })
   t.match(events[events.length - 1], { statusUpdate: { status: { state: 'TASK_STATE_CANCELED' } } })
   t.notOk('jsonrpc' in events[0], 'no JSON-RPC envelope on REST streams')
@@ -129,7 +129,7 @@ t.test('§12 POST /message:stream: SSE data lines of StreamResponse, from { task
   const { url } = await listen(t, { executor })
   const res = await fetch(`${url}/message:stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: message('s') }) })
   t.equal(res.status, 200)
-  const events = (await res.text()).split('\n\n').filter(Boolean).map(block => JSON.parse(block.replace(/^data: /, '')))
+  const events = parseSse(await res.text()).events
   t.same(events.map(e => Object.keys(e)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
   t.match(events[3], { statusUpdate: { status: { state: 'TASK_STATE_COMPLETED' } } })
   const bad = await fetch(`${url}/message:stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
@@ -336,7 +336,7 @@ t.test('§12 the /v1 answers are what the OpenAPI document says they are (their 
   check('get config', schema('/v1/tasks/{taskId}/pushNotificationConfigs/{configId}', 'get'), (await rest(app, 'GET', `/v1/tasks/${id}/pushNotificationConfigs/c`)).body)
   check('list configs', schema('/v1/tasks/{taskId}/pushNotificationConfigs', 'get'), (await rest(app, 'GET', `/v1/tasks/${id}/pushNotificationConfigs`)).body)
   const streamed = await fetch(`${url}/v1/message:stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: { messageId: 'o2', role: 'ROLE_USER', content: [{ text: 's' }] } }) })
-  for (const block of (await streamed.text()).split('\n\n').filter(Boolean)) check('stream event', schema('/v1/message:stream', 'post'), JSON.parse(block.slice(6)))
+  for (const event of parseSse(await streamed.text()).events) check('stream event', schema('/v1/message:stream', 'post'), event)
   check('an error', Error03Schema, (await rest(app, 'POST', `/v1/tasks/${id}:cancel`)).body)
 })
 
@@ -364,7 +364,7 @@ t.test('§12 one task over REST, JSON-RPC v1.0 and JSON-RPC v0.3 in turn', async
   await until(() => app.a2aStreams.size === 1)
   const canceled = (await app.inject({ method: 'POST', url: '/', payload: rpc('tasks/cancel', { id: made.id }) })).json().result
   t.match(canceled, { kind: 'task', id: made.id, status: { state: 'canceled' } }, 'canceled over JSON-RPC v0.3')
-  const events = (await (await stream).text()).split('\n\n').filter(Boolean).map(block => JSON.parse(block.replace(/^data: /, '')))
+  const events = parseSse(await (await stream).text()).events
   t.match(events[events.length - 1], { statusUpdate: { status: { state: 'TASK_STATE_CANCELED' } } }, 'the REST stream saw it')
   t.match((await rest(app, 'GET', `/tasks/${made.id}?historyLength=1`)).body, { status: { state: 'TASK_STATE_CANCELED' }, history: [{ role: 'ROLE_USER' }] })
 })

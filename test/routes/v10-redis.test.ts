@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { A2AConfigInput } from '../../index.js'
-import { listen, postStream, privateRedis, receiver, rpc, until, userMessage, waitOrEcho } from '../helper.js'
+import { listen, parseSse, postStream, privateRedis, receiver, rpc, until, userMessage, waitOrEcho } from '../helper.js'
 
 // CONTRACT.md §11.2: one task model across versions, and across instances sharing Redis (a private redis-server).
 
@@ -80,7 +80,7 @@ t.test('§12 on Redis: a REST v0.3 stream on one instance follows a task REST v1
   await until(() => b.app.a2aStreams.size === 1)
   const canceled = await (await fetch(`${a.url}/tasks/${id}:cancel`, { method: 'POST' })).json() as any
   t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
-  const events = (await stream).split('\n\n').filter(Boolean).map(block => JSON.parse(block.slice(6)))
+  const events = parseSse(await stream).events
   t.match(events[0], { task: { id, status: { state: 'TASK_STATE_WORKING' } } })
   t.match(events[events.length - 1], { statusUpdate: { taskId: id, status: { state: 'TASK_STATE_CANCELLED' }, final: true } })
   await until(() => hook.received.some(r => r.body?.status?.state === 'canceled'))

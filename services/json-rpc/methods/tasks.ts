@@ -4,7 +4,7 @@ import {
 } from '../../../schemas/methods.js'
 import { TaskSchema } from '../../../schemas/task.js'
 import { RpcCode } from '../../errors.js'
-import { pushNotSupported, type A2AOperations, type SendInput } from '../../a2a/operations.js'
+import { pushNotSupported, resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
 import { encodeTask03 } from '../../a2a/codec-v03-rest.js'
 import { normalizeState, presentTask } from '../../tasks/states.js'
 import type { Task } from '../../../schemas/task.js'
@@ -72,8 +72,8 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     result: TaskSchema,
     streaming: true,
     errors: [RpcCode.taskNotFound],
-    handler ({ id }, ctx) {
-      return ops.subscribe(id, ctx.principal, ctx.wire ?? dialect)
+    handler ({ id, metadata }, ctx) {
+      return ops.subscribe(id, ctx.principal, ctx.wire ?? dialect, undefined, resumePoint(ctx.lastEventId, metadata, 'params.metadata'))
     }
   }
 

@@ -8,7 +8,7 @@ import { V10StreamResponseSchema, V10TaskSchema, type V10PushConfig } from '../.
 import {
   camelKeys, decodeMessage, decodePushConfig, decodeState, encodePushConfig, encodeTask, fieldError
 } from '../../a2a/codec-v10.js'
-import type { A2AOperations, SendInput } from '../../a2a/operations.js'
+import { resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
 import { JsonRpcError, RpcCode } from '../../errors.js'
 import type { PushService } from '../../push/service.js'
 import type { MethodDefinition } from '../registry.js'
@@ -114,8 +114,8 @@ export function createV10Methods ({ ops, tenant }: V10MethodDeps): MethodDefinit
     result: V10StreamResponseSchema,
     streaming: true,
     errors: [RpcCode.taskNotFound, RpcCode.unsupportedOperation],
-    handler ({ id }, ctx) {
-      return ops.subscribe(id, ctx.principal, 'v1', terminalTask)
+    handler ({ id, metadata }, ctx) {
+      return ops.subscribe(id, ctx.principal, 'v1', terminalTask, resumePoint(ctx.lastEventId, metadata, 'params.metadata'))
     }
   }
 

@@ -24,7 +24,8 @@ async function streamEvents (url: string, body: unknown, seen: any[] = []): Prom
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const block = buffer.slice(0, end)
       buffer = buffer.slice(end + 2)
-      if (block.startsWith('data: ')) seen.push(JSON.parse(block.slice(6)))
+      const data = /^(?:id: \d+\n)?data: ([^\n]*)$/.exec(block)
+      if (data !== null) seen.push(JSON.parse(data[1]))
     }
   }
   return seen

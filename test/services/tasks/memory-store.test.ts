@@ -48,8 +48,8 @@ function store (t: Test, opts: Partial<MemoryTaskStoreOptions> = {}): MemoryTask
 const ids = (page: { tasks: StoredTask[] }) => page.tasks.map(r => r.task.id)
 
 // MemoryTaskStore does not check for a taken id on insert: ids are server-made UUIDs.
-storeContract(t, 'memory', async (t, { ttlSeconds, clock }) => {
-  const store = new MemoryTaskStore({ maxTasks: 1_000, ttlSeconds, now: clock.now })
+storeContract(t, 'memory', async (t, { ttlSeconds, clock, maxEvents }) => {
+  const store = new MemoryTaskStore({ maxTasks: 1_000, ttlSeconds, now: clock.now, replay: { maxEvents, ttlSeconds: 300 } })
   t.teardown(() => store.close())
   // Every task the contract writes is stamped with the clock, so moving it by the TTL expires the terminal ones.
   return { store, expire: async () => { clock.ms += ttlSeconds * 1000 } }
@@ -320,4 +320,51 @@ t.test('claimInterrupted hands out interrupted tasks by their last update, oldes
   await s.replace(zBack)
   t.same(await s.claimInterrupted(299), ['y', 'x'])
   t.same(await s.claimInterrupted(1_000), [], 'each once, and z is running again')
+})
+
+t.test('kept events outlive a finished task by server.stream_replay.ttl, then a resume must resync', async t => {
+  const c = clock()
+  const s = store(t, { now: c.now, ttlSeconds: 3600, replay: { maxEvents: 10, ttlSeconds: 30 } })
+  const r = record('done')
+  await s.insert(r)
+  const running = moved(r, 'in_progress')
+  await s.replace(running)
+  s.keep('done', { type: 'status', version: 2, task: running.task, final: false })
+  const done = moved(running, 'completed')
+  await s.replace(done)
+  s.keep('done', { type: 'status', version: 3, task: done.task, final: true })
+  s.keep('unknown', { type: 'status', version: 1, task: done.task, final: true })
+  t.same((await s.eventsAfter('done', 0))?.map(e => e.version), [2, 3])
+  c.ms += 29_000
+  s.sweep()
+  t.same((await s.eventsAfter('done', 2))?.map(e => e.version), [3], 'still kept just before the ttl')
+  c.ms += 1_000
+  t.equal(await s.eventsAfter('done', 2), null, 'gone at the ttl: a resume resyncs')
+  t.same(await s.eventsAfter('done', 3), [], 'a client with every event is not behind')
+  t.ok(await s.get('done'), 'the task itself stays for tasks.ttl')
+})
+
+t.test('the sweep drops the kept events of finished tasks past the ttl; max_events 0 keeps none', async t => {
+  const c = clock()
+  const s = store(t, { now: c.now, ttlSeconds: 3600, replay: { maxEvents: 10, ttlSeconds: 30 } })
+  for (const id of ['a', 'b']) {
+    const r = record(id)
+    await s.insert(r)
+    const done = moved(r, 'completed')
+    await s.replace(done)
+    s.keep(id, { type: 'status', version: 2, task: done.task, final: true })
+  }
+  c.ms += 30_000
+  s.sweep()
+  c.ms -= 30_000
+  t.equal(await s.eventsAfter('a', 0), null, 'dropped by the sweep, not only hidden on read')
+
+  const none = store(t, { replay: { maxEvents: 0, ttlSeconds: 30 } })
+  const r = record('n')
+  await none.insert(r)
+  const running = moved(r, 'in_progress')
+  await none.replace(running)
+  none.keep('n', { type: 'status', version: 2, task: running.task, final: false })
+  t.equal(await none.eventsAfter('n', 0), null, 'nothing kept: behind means resync')
+  t.same(await none.eventsAfter('n', 2), [])
 })

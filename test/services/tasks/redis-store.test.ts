@@ -28,9 +28,9 @@ async function closedPort (): Promise<number> {
 }
 
 // A small batch, so that the contract's lists read the index in several scripts.
-storeContract(t, 'redis', async (t, { ttlSeconds }) => {
+storeContract(t, 'redis', async (t, { ttlSeconds, maxEvents }) => {
   const client = await redisDb(t, DB)
-  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds, listBatchSize: 2 })
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds, listBatchSize: 2, replay: { maxEvents, ttlSeconds: 300 } })
   return {
     store,
     async expire (ids) {
@@ -342,4 +342,41 @@ t.test('an insert that finds exactly its own record stored (a retried command) s
   await t.resolves(store.insert(r), 'the retried insert landed already')
   await t.rejects(store.insert({ ...r, createdAt: r.createdAt + 1 }), { code: 'A2A_ERR_TASK_CONFLICT' })
   t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks.map(x => x.task.id), ['twice'], 'listed once')
+})
+
+t.test('a task\'s events are a Stream beside it, which expires server.stream_replay.ttl after the task ends', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 3600, replay: { maxEvents: 100, ttlSeconds: 30 } })
+  const c = clock()
+  const r = record('s', c.ms)
+  await store.insert(r)
+  const running = moved(r, 'in_progress')
+  await store.replace(running, { type: 'status', version: 2, task: running.task, final: false })
+  t.equal(await client.type(`${PREFIX}e:s`), 'stream')
+  t.equal(await client.pttl(`${PREFIX}e:s`), -1, 'no expiry while the task runs')
+  t.same(await client.xrange(`${PREFIX}e:s`, '-', '+'), [['2-1', ['p', '0', 'e', JSON.stringify({ type: 'status', status: running.task.status, final: false })]]])
+  const done = moved(running, 'completed')
+  await store.replace(done, { type: 'status', version: 3, task: done.task, final: true })
+  const pttl = await client.pttl(`${PREFIX}e:s`)
+  t.ok(pttl > 0 && pttl <= 30_000, `PTTL ${pttl} once the task has ended`)
+  t.equal(await client.hget(`${PREFIX}t:s`, 'ev'), '3')
+  await client.pexpire(`${PREFIX}e:s`, 1)
+  await until(async () => await client.exists(`${PREFIX}e:s`) === 0)
+  t.equal(await store.eventsAfter('s', 2), null, 'expired: a resume resyncs')
+  t.same(await store.eventsAfter('s', 3), [])
+
+  const none = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 3600, replay: { maxEvents: 0, ttlSeconds: 30 } })
+  const n = record('n', c.ms)
+  await none.insert(n)
+  const moving = moved(n, 'in_progress')
+  await none.replace(moving, { type: 'status', version: 2, task: moving.task, final: false })
+  t.equal(await client.exists(`${PREFIX}e:n`), 0, 'max_events 0: no Stream')
+  t.equal(await none.eventsAfter('n', 0), null)
+})
+
+t.test('eventsAfter fails as storage unavailable when Redis does not answer', async t => {
+  const port = await silentServer(t)
+  const stalled = createRedisClient(service(`redis://127.0.0.1:${port}`, true), { commandTimeoutMs: 300 })
+  t.teardown(() => quitWithin(stalled, 100))
+  await t.rejects(new RedisTaskStore(stalled, { keyPrefix: PREFIX, ttlSeconds: 60 }).eventsAfter('x', 0), { message: /^Storage unavailable/ })
 })

@@ -1,7 +1,8 @@
 import type { Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
 import { JsonRpcError, RpcCode } from '../../../services/errors.js'
-import type { StoredTask, TaskListPage, TaskStore } from '../../../services/tasks/store.js'
+import type { TaskEvent } from '../../../services/tasks/event-bus.js'
+import type { KeptEvent, StoredTask, TaskListPage, TaskStore } from '../../../services/tasks/store.js'
 
 /** The test's clock: the memory store reads it, and records are stamped with it. */
 export interface Clock {
@@ -23,6 +24,8 @@ export interface ContractStore {
 export interface ContractOptions {
   ttlSeconds: number
   clock: Clock
+  /** `server.stream_replay.max_events`. */
+  maxEvents: number
 }
 
 export type MakeStore = (t: Test, opts: ContractOptions) => Promise<ContractStore>
@@ -76,10 +79,77 @@ const ids = (page: TaskListPage) => page.tasks.map(r => r.task.id)
  */
 export function storeContract (t: Test, name: string, makeStore: MakeStore, flags: ContractFlags): void {
   t.test(`${name}: the task store contract`, async t => {
-    async function fresh (t: Test): Promise<{ store: TaskStore, expire: ContractStore['expire'], c: Clock }> {
+    async function fresh (t: Test, maxEvents = 1000): Promise<{ store: TaskStore, expire: ContractStore['expire'], c: Clock }> {
       const c = clock()
-      return { ...await makeStore(t, { ttlSeconds: TTL_SECONDS, clock: c }), c }
+      return { ...await makeStore(t, { ttlSeconds: TTL_SECONDS, clock: c, maxEvents }), c }
     }
+
+    /** A write with its event, kept as the task service has it kept: by the write (Redis) or after it (memory). */
+    async function write (store: TaskStore, next: StoredTask, event?: TaskEvent): Promise<void> {
+      if (await store.replace(next, event) === false) throw new Error(`version ${next.version} not written`)
+      if (event !== undefined) store.keep?.(next.task.id, event)
+    }
+    const chunk = (next: StoredTask, text: string): TaskEvent =>
+      ({ type: 'artifact', version: next.version, task: next.task, artifact: { artifactId: 'a', parts: [{ kind: 'text', text }] }, append: true, lastChunk: false })
+    const status = (next: StoredTask): TaskEvent => ({ type: 'status', version: next.version, task: next.task, final: false })
+    const versions = (kept: KeptEvent[] | null) => kept?.map(e => [e.version, e.prev])
+
+    t.test('events are kept in order, each with the version of the one before; eventsAfter reads after a version', async t => {
+      const { store, c } = await fresh(t)
+      const r = record('ev', c.ms)
+      const running = moved(r, 'in_progress')
+      const first = status(running)
+      await store.insert(r)
+      await write(store, running, first)
+      let last = running
+      for (const text of ['a', 'b', 'c']) {
+        last = { ...last, version: last.version + 1 }
+        await write(store, last, chunk(last, text))
+      }
+      // A write with no event (a message joining the task), then one with.
+      const quiet = { ...last, version: last.version + 1 }
+      await write(store, quiet)
+      const done = moved(quiet, 'completed')
+      await write(store, done, { type: 'status', version: done.version, task: done.task, final: true })
+
+      t.same(versions(await store.eventsAfter('ev', 0)), [[2, 0], [3, 2], [4, 3], [5, 4], [7, 5]])
+      const kept = await store.eventsAfter('ev', 3) as KeptEvent[]
+      t.same(kept.map(e => e.type === 'artifact' ? e.artifact.parts : e.status.state), [[{ kind: 'text', text: 'b' }], [{ kind: 'text', text: 'c' }], 'completed'])
+      t.match(kept[2], { type: 'status', final: true, status: { state: 'completed' } })
+      t.match(kept[0], { type: 'artifact', append: true, lastChunk: false, artifact: { artifactId: 'a' } })
+      t.same(versions(await store.eventsAfter('ev', 6)), [[7, 5]], 'after a version that had no event')
+      t.same(await store.eventsAfter('ev', 7), [], 'nothing after the last')
+      t.same(await store.eventsAfter('nope', 0), [], 'a task not stored has none')
+    })
+
+    t.test('an insert keeps the events of the first turn it carries', async t => {
+      const { store, c } = await fresh(t)
+      const r = record('first', c.ms)
+      const running = moved(r, 'in_progress')
+      const done = moved(running, 'completed')
+      const stored = { ...done, version: 3 }
+      const events: TaskEvent[] = [status({ ...running, version: 2 }), { type: 'status', version: 3, task: done.task, final: true }]
+      await store.insert(stored, { events })
+      for (const event of events) store.keep?.('first', event)
+      t.same(versions(await store.eventsAfter('first', 0)), [[2, 0], [3, 2]])
+      t.same(versions(await store.eventsAfter('first', 2)), [[3, 2]])
+    })
+
+    t.test('past max_events the oldest go: reading after one of them is null (too far behind)', async t => {
+      const { store, c } = await fresh(t, 3)
+      const r = record('long', c.ms)
+      await store.insert(r)
+      let last = moved(r, 'in_progress')
+      await write(store, last, status(last))
+      // Enough for Redis' approximate trimming (whole nodes of a hundred entries) to trim.
+      for (let i = 0; i < 300; i++) {
+        last = { ...last, version: last.version + 1 }
+        await write(store, last, chunk(last, `c${i}`))
+      }
+      t.equal(await store.eventsAfter('long', 0), null)
+      t.equal(await store.eventsAfter('long', 2), null)
+      t.same(versions(await store.eventsAfter('long', last.version - 2)), [[last.version - 1, last.version - 2], [last.version, last.version - 1]])
+    })
 
     /** Writes a task through in_progress to `state`, as the task service would. */
     async function finish (t: Test, store: TaskStore, r: StoredTask, state: TaskState): Promise<void> {

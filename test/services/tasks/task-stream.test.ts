@@ -189,3 +189,16 @@ t.test('a drain before a sink is attached writes nothing; the held results wait 
   t.same(s.out.map(j => JSON.parse(j).kind), ['task'])
   stream.close()
 })
+
+t.test('a stream with ids writes each result with its version, and names the snapshot it would end with', async t => {
+  const bus = new MemoryTaskEventBus()
+  const written: Array<[string, number | undefined]> = []
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'resubscribe', ids: true }).start(record(5, task('in_progress')))
+  stream.attach({ write: (json, id) => { written.push([JSON.parse(json).kind, id]); return true }, end () {}, queued: () => 0, abort () {} })
+  bus.publish('t1', { type: 'status', version: 6, task: task('input_required'), final: true })
+  t.same(written, [['task', 5], ['status-update', 6]])
+  t.equal(stream.snapshotId(), 6)
+  const plain = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'resubscribe' }).start(record(5, task('in_progress')))
+  t.equal(plain.snapshotId(), undefined)
+  plain.close()
+})

@@ -1,0 +1,109 @@
+// Streams that resume on another instance (README, "Resumable streams"): two instances on one private
+// redis-server, a client dropped on one and resumed on the other in every version and binding; and a bounded load of
+// concurrent tasks whose clients drop at seeded random points and resume, on Redis and in memory.
+import Fastify from 'fastify'
+import t from 'tap'
+import a2a, { type A2AOptions, type AgentExecutor } from '../../index.js'
+import { privateRedis, type Teardown } from '../helper.js'
+import { Frames, RESUME_BINDINGS, chunks, dropping, gatedAgent, type Frame, type ResumeBinding } from './resume-bindings.js'
+
+/** The plugin on 127.0.0.1; its close ends every connection (a dropped stream leaves a keep-alive socket). */
+async function listen (t: Teardown, opts: A2AOptions): Promise<string> {
+  const app = Fastify({ logger: false, forceCloseConnections: true })
+  await app.register(a2a, opts)
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  return url
+}
+
+const onRedis = (url: string, extra: Record<string, unknown> = {}) => ({
+  services: { cache: { type: 'cache' as const, url } },
+  tasks: { backend: 'kvcache' as const },
+  push_notifications: { backend: 'kvcache' as const },
+  server: { shutdown_timeout: 0.5 },
+  ...extra
+})
+
+const textOf = (binding: ResumeBinding, frames: Frame[]): string =>
+  frames.map(f => binding.said(f.data)).filter(s => s.startsWith('artifact ')).map(s => s.slice('artifact '.length)).join('')
+const ids = (frames: Frame[]) => frames.map(f => f.id as number)
+const increasing = (list: number[]) => list.every((id, i) => Number.isInteger(id) && (i === 0 || id > list[i - 1]))
+
+async function dropAfter (frames: Frames, count: number): Promise<Frame[]> {
+  const got: Frame[] = []
+  while (got.length < count) got.push(await frames.next() as Frame)
+  await frames.drop()
+  return got
+}
+
+t.test('dropped on one instance, resumed on the other: what it missed from the Stream, then live from the other', async t => {
+  const redis = await privateRedis(t)
+  for (const binding of RESUME_BINDINGS) {
+    for (const cut of [1, 3]) {
+      const agent = gatedAgent(4, 4)
+      const opts = { executor: agent.executor, config: onRedis(redis.url, binding.config) }
+      const [a, b] = [await listen(t, opts), await listen(t, opts)]
+      const text = `${binding.name}-${cut}`
+      const seen = await dropAfter(await dropping(binding, a, text), cut)
+      const lastId = seen[seen.length - 1].id as number
+      const resumed = new Frames(await binding.resume(b, binding.taskId(seen[0].data), lastId))
+      const replayed: Frame[] = []
+      while (textOf(binding, seen) + textOf(binding, replayed) !== chunks(0, 4)) replayed.push(await resumed.next() as Frame)
+      agent.open(text)
+      const all = [...replayed, ...await resumed.rest()]
+      t.equal(textOf(binding, seen) + textOf(binding, all), chunks(0, 8), `${binding.name}, after ${cut}: every chunk once, in order`)
+      t.equal(binding.said(all[all.length - 1].data), 'status completed')
+      t.ok(increasing([lastId, ...ids(all)]), `ids: ${lastId} | ${ids(all).join(' ')}`)
+      t.notOk(all.some(f => binding.said(f.data).startsWith('task ')), 'no resync')
+    }
+  }
+})
+
+/** A small seeded generator (mulberry32), so that a failure replays with the same drop points. */
+function random (seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6D2B79F5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const TASKS = 50
+const CHUNKS = 200
+
+/** Writes CHUNKS chunks, letting the event loop turn every tenth, so that the tasks interleave. */
+const chunky: AgentExecutor = async function * () {
+  for (let i = 0; i < CHUNKS; i++) {
+    if (i % 10 === 9) await new Promise(resolve => setImmediate(resolve))
+    yield `c${i} `
+  }
+}
+
+for (const where of ['memory', 'redis'] as const) {
+  t.test(`${where}: ${TASKS} tasks of ${CHUNKS} chunks, clients dropped at random points and resumed: every sequence whole`, async t => {
+    const seed = Number(process.env.RESUME_SEED ?? 20261126)
+    const next = random(seed)
+    const a2aDialect = { protocol: { dialect: 'a2a' as const } }
+    const config = where === 'redis' ? onRedis((await privateRedis(t)).url, a2aDialect) : a2aDialect
+    const urls = where === 'redis'
+      ? [await listen(t, { executor: chunky, config }), await listen(t, { executor: chunky, config })]
+      : [await listen(t, { executor: chunky, config })]
+    const failures: string[] = []
+    await Promise.all(Array.from({ length: TASKS }, async (_, n) => {
+      const binding = RESUME_BINDINGS[n % RESUME_BINDINGS.length]
+      const cut = 1 + Math.floor(next() * 12)
+      const from = urls[n % urls.length]
+      const to = urls[(n + 1) % urls.length]
+      const seen = await dropAfter(await dropping(binding, from, `load-${n}`), cut)
+      const lastId = seen[seen.length - 1].id as number
+      const rest = await new Frames(await binding.resume(to, binding.taskId(seen[0].data), lastId)).rest()
+      const all = [...seen, ...rest]
+      const text = textOf(binding, all)
+      if (text !== chunks(0, CHUNKS)) failures.push(`${binding.name} #${n} (cut ${cut}): ${text.length} of ${chunks(0, CHUNKS).length} chars`)
+      if (!increasing(ids(all))) failures.push(`${binding.name} #${n}: ids ${ids(all).join(' ')}`)
+      if (binding.said(all[all.length - 1].data) !== 'status completed') failures.push(`${binding.name} #${n}: ended ${binding.said(all[all.length - 1].data)}`)
+    }))
+    t.same(failures, [], `seed ${seed} (RESUME_SEED replays it)`)
+  })
+}
