@@ -1,12 +1,13 @@
 // The developer console driven in a real browser: headless Chromium (Debian's package) through playwright-core.
 // Every wait is a locator that waits for the state the page should reach, bounded by WAIT_MS.
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import Fastify from 'fastify'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import a2a, { type A2AOptions } from '../index.js'
+import type { Socket } from 'node:net'
+import a2a, { type A2AOptions, type AgentExecutor } from '../index.js'
 import { listen, rpc, userMessage, type Teardown } from './helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -225,4 +226,94 @@ t.test('at 1280 and 420 px wide nothing overflows its panel, and the buttons of 
     }
     t.same(pageErrors.get(page), [], 'no script error')
   }
+})
+
+/** An agent whose task `text` writes c0..c3 once `open(text, 1)` is called, then c4..c7 once `open(text, 2)` is. */
+function twoGates (): { executor: AgentExecutor, open: (text: string, gate: 1 | 2) => void } {
+  const gates = new Map<string, () => void>()
+  const waiting = new Map<string, Promise<void>>()
+  const gate = (key: string): Promise<void> => {
+    let promise = waiting.get(key)
+    if (promise === undefined) {
+      promise = new Promise<void>(resolve => gates.set(key, resolve))
+      waiting.set(key, promise)
+    }
+    return promise
+  }
+  const executor: AgentExecutor = async function * (ctx) {
+    const part = ctx.message.parts[0]
+    const text = part.kind === 'text' ? part.text : ''
+    for (const phase of [1, 2]) {
+      await gate(`${text}/${phase}`)
+      for (let i = (phase - 1) * 4; i < phase * 4; i++) yield `c${i} `
+    }
+  }
+  return { executor, open: (text, phase) => { gate(`${text}/${phase}`); (gates.get(`${text}/${phase}`) as () => void)() } }
+}
+
+const CHUNKS = 'c0 c1 c2 c3 c4 c5 c6 c7 '
+
+/** The plugin at the root on 127.0.0.1, with `cut()` to destroy every connection it has, as a failing network does. */
+async function cuttable (t: Teardown, opts: A2AOptions): Promise<{ url: string, cut: () => void }> {
+  const app = Fastify({ logger: false, forceCloseConnections: true })
+  const sockets = new Set<Socket>()
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
+  await app.register(a2a, opts)
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  return { url, cut: () => { for (const socket of sockets) socket.destroy() } }
+}
+
+for (const dialect of ['default', 'a2a'] as const) {
+  t.test(`${dialect} dialect: a chat whose connection is cut mid-task is followed again, and its reply has no gap`, async t => {
+    const agent = twoGates()
+    const { url, cut } = await cuttable(t, { executor: agent.executor, config: { protocol: { dialect } } })
+    const page = await open(t, url)
+    const text = `cut-${dialect}`
+    agent.open(text, 1)
+    const id = await chat(page, text)
+    const reply = page.locator(`.msg.agent[data-task-id="${id}"]`)
+    await reply.locator('.text', { hasText: 'c0 c1 c2 c3' }).waitFor()
+    cut()
+    agent.open(text, 2)
+    await reply.and(page.locator('[data-state="completed"]')).waitFor()
+    // Each chunk is a part of the one artifact, shown a line each.
+    t.equal((await reply.locator('.text').textContent())?.replaceAll('\n', ''), CHUNKS, 'every chunk once, in order')
+    const note = await page.locator('#events li.reconnect').first().textContent()
+    t.match(note, dialect === 'a2a' ? /^connection lost: tasks\/resubscribe after event \d+$/ : /^connection lost: tasks\/resubscribe$/)
+    t.same(pageErrors.get(page), [], 'no script error')
+  })
+}
+
+t.test("the README's EventSource snippet follows a task across a cut connection, resuming by Last-Event-ID", async t => {
+  const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const section = README.slice(README.indexOf('#### Reconnecting a stream'))
+  const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1] as string
+  t.match(snippet, /new EventSource/)
+  const agent = twoGates()
+  const { url, cut } = await cuttable(t, { executor: agent.executor })
+  const page = await open(t, url)
+  const sent: any = await (await fetch(`${url}/message:send`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({ message: { messageId: 'es-1', role: 'ROLE_USER', parts: [{ text: 'es' }] }, configuration: { returnImmediately: true } })
+  })).json()
+  const taskId = sent.task.id as string
+  await page.evaluate(`${snippet}
+    window.got = ''
+    window.opened = 0
+    const source = follow(${JSON.stringify(taskId)}, text => { window.got += text }, state => { window.ended = state })
+    source.addEventListener('open', () => { window.opened++ })`)
+  // Functions, not strings: the page's Content-Security-Policy forbids eval. (No DOM types here: globalThis.)
+  await page.waitForFunction(() => (globalThis as unknown as { opened: number }).opened === 1)
+  agent.open('es', 1)
+  await page.waitForFunction(() => (globalThis as unknown as { got: string }).got === 'c0 c1 c2 c3 ')
+  cut()
+  agent.open('es', 2)
+  await page.waitForFunction(() => (globalThis as unknown as { ended: string }).ended === 'TASK_STATE_COMPLETED', undefined, { timeout: WAIT_MS })
+  t.equal(await page.evaluate('window.got'), CHUNKS, 'every chunk once, in order, across the reconnect')
+  t.equal(await page.evaluate('window.opened'), 2, 'EventSource reconnected once')
 })

@@ -180,22 +180,44 @@ async function send (text, push) {
   appendLog(el('li', 'head', 'message/stream' + (push ? ' with push to the sink' : '')))
   const view = replyView()
   let id = null
+  let lastId = null
+  const onResult = (r, eventId) => {
+    if (eventId !== null) lastId = eventId
+    if (id === null) {
+      id = taskIdOf(r)
+      watched.add(id)
+    }
+    logEvent(r)
+    view.apply(r)
+    track(r, page === 0 ? 'top' : undefined)
+  }
   try {
-    await stream('message/stream', params, r => {
-      if (id === null) {
-        id = taskIdOf(r)
-        watched.add(id)
-      }
-      logEvent(r)
-      view.apply(r)
-      track(r, page === 0 ? 'top' : undefined)
-    })
+    await stream('message/stream', params, onResult)
   } catch (err) {
-    view.fail(err.message)
-    say('message/stream: ' + err.message, true)
+    // A connection cut mid-task, not an answer of the server's: the task goes on, so follow it again.
+    if (id === null || err instanceof RpcError || !await resume(id, () => lastId, onResult)) {
+      view.fail(err.message)
+      say('message/stream: ' + err.message, true)
+    }
   } finally {
     if (id !== null) watched.delete(id)
   }
+}
+// Follows a task whose stream was cut, from the last event seen (Last-Event-ID): what was missed, then live events.
+// Without ids (the seed dialect) the task as it stands comes first. A few tries, further apart each time.
+async function resume (id, lastId, onResult) {
+  for (let attempt = 0; attempt < RESUME_TRIES; attempt++) {
+    await new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt))
+    const from = lastId()
+    appendLog(el('li', 'head reconnect', 'connection lost: tasks/resubscribe' + (from === null ? '' : ' after event ' + from)))
+    try {
+      await stream('tasks/resubscribe', { id }, onResult, from)
+      return true
+    } catch (err) {
+      if (err instanceof RpcError) return false
+    }
+  }
+  return false
 }
 function onChat (event) {
   event.preventDefault()

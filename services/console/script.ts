@@ -9,6 +9,7 @@ const TERMINAL = new Set(['completed', 'canceled', 'failed', 'rejected'])
 const MAX_WATCHED = 4
 const MAX_EVENTS = 200
 const PAGE_SIZE = 10
+const RESUME_TRIES = 5
 const SINK_POLL_MS = 1500
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/
 const KEYS = { apiKey: 'a2a-console-api-key', bearer: 'a2a-console-bearer', sink: 'a2a-console-sink', armed: 'a2a-console-push' }
@@ -62,8 +63,9 @@ function credentials () {
   if (bearer) headers.authorization = 'Bearer ' + bearer
   return headers
 }
-function post (method, params, accept) {
+function post (method, params, accept, lastEventId) {
   const headers = Object.assign({ 'content-type': 'application/json', accept }, credentials())
+  if (lastEventId !== undefined && lastEventId !== null) headers['last-event-id'] = lastEventId
   return fetch(base, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }) })
 }
 async function answer (res) {
@@ -75,9 +77,10 @@ async function answer (res) {
 async function rpc (method, params) {
   return answer(await post(method, params, 'application/json'))
 }
-// Calls a streaming method and hands each result to onResult as its event arrives.
-async function stream (method, params, onResult) {
-  const res = await post(method, params, 'text/event-stream')
+// Calls a streaming method and hands each result to onResult as its event arrives, with the event's id (null when
+// the stream has none). lastEventId resumes a task's stream after that event.
+async function stream (method, params, onResult, lastEventId) {
+  const res = await post(method, params, 'text/event-stream', lastEventId)
   if (!(res.headers.get('content-type') || '').startsWith('text/event-stream')) return answer(res)
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
   let buffer = ''
@@ -89,11 +92,13 @@ async function stream (method, params, onResult) {
     while ((end = buffer.indexOf('\n\n')) >= 0) {
       const block = buffer.slice(0, end)
       buffer = buffer.slice(end + 2)
-      const data = block.split('\n').filter(l => l.startsWith('data:')).map(l => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n')
+      const lines = block.split('\n')
+      const data = lines.filter(l => l.startsWith('data:')).map(l => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n')
       if (data === '') continue
+      const idLine = lines.find(l => l.startsWith('id:'))
       const message = JSON.parse(data)
       if (message.error) throw new RpcError(message.error, 200)
-      onResult(message.result)
+      onResult(message.result, idLine === undefined ? null : idLine.slice(3).trim())
     }
   }
 }
