@@ -70,6 +70,13 @@ function checks (r) {
     const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
     add(`REST ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.1×', v <= 1.1)
   }
+  // Keeping each event for streams that resume costs little: CPU per stream with replay on vs off.
+  if (t.ours?.stream !== undefined && t['ours-no-replay']?.stream !== undefined) {
+    const on = t.ours.stream
+    const off = t['ours-no-replay'].stream
+    const v = ratio(on.cpu / on.rps, off.cpu / off.rps)
+    add('message/stream CPU per stream, events kept vs not', `${v}×`, '≤ 1.1×', v <= 1.1)
+  }
   if (t.ours?.push !== undefined && r.got !== undefined) {
     const v = ratio(t.ours.push.deliveries, r.got.deliveries)
     add('push deliveries/s vs bare got', `${v}×`, '≥ 0.9×', v >= 0.9)

@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,peer,ours,ours-key,ours-no-replay,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2' },
+    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-no-replay,ours-redis,ours-redis-2' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -54,9 +54,11 @@ const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured, redisUrl) => {
-  const file = join(dir, redisUrl !== undefined ? 'redis.yml' : secured ? 'secured.yml' : 'open.yml')
+const ourConfig = (secured, redisUrl, replay = true) => {
+  const file = join(dir, redisUrl !== undefined ? 'redis.yml' : secured ? 'secured.yml' : replay ? 'open.yml' : 'no-replay.yml')
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
+  // No events kept for streams that resume: what keeping them costs, by comparison.
+  if (!replay) lines.push('server:', '  stream_replay:', '    max_events: 0')
   // Tasks, push configs and deliveries in Redis: the scale-out mode (CONTRACT.md §10).
   if (redisUrl !== undefined) {
     lines.push('  backend: kvcache', 'tasks:', '  backend: kvcache', 'services:', '  cache:', '    type: cache', `    url: ${redisUrl}`)
@@ -72,7 +74,8 @@ const ourConfig = (secured, redisUrl) => {
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
-const ours = secured => (port, redisUrl) => [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl), '--host', '127.0.0.1', '--port', String(port)]
+const ours = (secured, replay) => (port, redisUrl) =>
+  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
@@ -83,6 +86,8 @@ const TARGETS = {
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
   ours: { label: 'fastify-a2a, security off', args: ours(false), loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-v1', 'stream-rest'], 'push'], memory: true },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
+  // The same as `ours` with `server.stream_replay.max_events: 0`: the CPU per stream that keeping events costs.
+  'ours-no-replay': { label: 'fastify-a2a, stream replay off', args: ours(false, false), loads: ['stream'] },
   // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
   'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true },
   // Two instances on one Redis, the load's connections shared between them round-robin (no proxy): on 2 cores this

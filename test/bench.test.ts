@@ -24,7 +24,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-no-replay', 'ours-redis', 'ours-redis-2'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
   for (const id of ['bare', 'floor']) {
@@ -67,8 +67,11 @@ t.test('the quickest bench run writes a results file and a report with every fig
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
-  // Nineteen targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 19)
+  t.match(results.targets['ours-no-replay'], { stream: figures }, 'ours-no-replay')
+  t.equal(results.targets['ours-no-replay'].stream.errors, 0, 'ours-no-replay stream errors')
+  t.match(report, /\| message\/stream CPU per stream, events kept vs not \| [\d.]+× \| ≤ 1\.1× \|/)
+  // Twenty targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 20)
 })
 
 t.test('--node-options reaches our server and no other', async t => {
