@@ -56,6 +56,11 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    PEXPIRE of `ttlSeconds`, renewed on every write; an unfinished task's never expires: it is
  *                    running (leased), or its lease lapsed and a reaper fails it, or it waits for input and is
  *                    canceled after `tasks.interrupted_ttl`. Each way it ends terminal, and then expires.
+ *                    `ev`: the version of the task's last event (0 before the first).
+ *   e:<taskId>       Stream of the task's events, kept for streams that resume: entry id `<version>-1`, fields `p`
+ *                    (the version of the event before) and `e` (the kept event JSON), about `replay.maxEvents` long
+ *                    (MAXLEN ~). Written by the same scripts as the task; it expires `replay.ttlSeconds` after the
+ *                    task ends.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   all              sorted set of every task, the same way (for a `list` without an owner).
@@ -93,16 +98,13 @@ if ARGV[10] ~= '1' then
   redis.call('SADD', KEYS[6], ARGV[8])
 end
 local seq = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq)
 local last = '0'
 for i = 14, #ARGV, 2 do
   if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
   last = ARGV[i]
 end
-if last ~= '0' then
-  redis.call('HSET', KEYS[1], 'ev', last)
-  if ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
-end
+if last ~= '0' and ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq, 'ev', last)
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
 redis.call('ZADD', KEYS[4], seq, ARGV[5])
@@ -129,12 +131,15 @@ return 1
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5])
+local ev = old[4] or '0'
 if ARGV[19] ~= '' then
-  if ARGV[20] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[20], ARGV[3] .. '-1', 'p', old[4] or '0', 'e', ARGV[19]) end
-  redis.call('HSET', KEYS[1], 'ev', ARGV[3])
-  if ARGV[10] == '1' and ARGV[20] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
+  if ARGV[20] ~= '0' then
+    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
+    if ARGV[10] == '1' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
+  end
+  ev = ARGV[3]
 end
+redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('PEXPIRE', KEYS[7], ARGV[15])
 if old[2] ~= ARGV[5] and old[3] then

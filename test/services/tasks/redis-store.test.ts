@@ -60,7 +60,7 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
     [`${PREFIX}all`, `${PREFIX}ctx:4:bo:b:ctx`, `${PREFIX}ctx:5:alice:x`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`,
       `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}st:4:bo:b:submitted`, `${PREFIX}st:5:alice:in_progress`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
   t.same(await client.hgetall(`${PREFIX}t:seq`), {
-    record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress', seq: '1'
+    record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress', seq: '1', ev: '0'
   })
   t.equal(await client.get(`${PREFIX}seq`), '2')
   t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1'])
