@@ -6,6 +6,7 @@ import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import Fastify, { type FastifyInstance } from 'fastify'
 import a2a, { type A2AOptions } from '../index.js'
+import { freePort, ping } from '../scripts/redis-server.js'
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 
@@ -231,28 +232,11 @@ export interface PrivateRedis {
 
 /** A redis-server child of this test on a free port, for stall and kill tests; killed at teardown. */
 export async function privateRedis (t: Teardown): Promise<PrivateRedis> {
-  const { spawn } = await import('node:child_process')
-  const { createServer } = await import('node:net')
-  const srv = createServer().listen(0, '127.0.0.1')
-  await new Promise(resolve => srv.once('listening', resolve))
-  const port = (srv.address() as { port: number }).port
-  await new Promise(resolve => srv.close(resolve))
+  const port = await freePort()
   let child: import('node:child_process').ChildProcess
   const start = async () => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-    await until(async () => {
-      const { Redis } = await import('ioredis')
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-      probe.on('error', () => {})
-      try {
-        await probe.connect()
-        return (await probe.ping()) === 'PONG'
-      } catch {
-        return false
-      } finally {
-        probe.disconnect()
-      }
-    })
+    await until(() => ping(`redis://127.0.0.1:${port}`))
   }
   await start()
   t.teardown(() => { child.kill('SIGCONT'); child.kill('SIGKILL') })

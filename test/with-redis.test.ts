@@ -5,6 +5,7 @@ import { once } from 'node:events'
 import { connect, createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { hasRedisServer, ping, startRedis } from '../scripts/redis-server.js'
 import { TEST_REDIS, silentServer, until } from './helper.js'
 
 const WRAPPER = fileURLToPath(new URL('../scripts/with-redis.js', import.meta.url))
@@ -99,4 +100,23 @@ t.test('SIGTERM to the wrapper reaches the command; the exit status says which s
   const [status] = await closed
   t.equal(status, 143, '128 + SIGTERM')
   t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the command is gone')
+})
+
+t.test('the throwaway redis-server itself: started on a free port, answering, stopped once; without the binary, a clear error', async t => {
+  t.equal(hasRedisServer(), true)
+  const redis = await startRedis()
+  t.match(redis.url, /^redis:\/\/127\.0\.0\.1:\d+$/)
+  t.equal(await ping(redis.url), true)
+  await redis.stop()
+  await redis.stop()
+  t.equal(await ping(redis.url), false, 'gone once stopped')
+  const path = process.env.PATH
+  process.env.PATH = '/nonexistent'
+  try {
+    t.equal(hasRedisServer(), false)
+    await t.rejects(startRedis('no redis-server here'), { message: 'no redis-server here' })
+    await t.rejects(startRedis(), { message: /^redis-server is not on the PATH: install it \(Debian\/Ubuntu: apt-get install -y redis-server/ })
+  } finally {
+    process.env.PATH = path
+  }
 })
