@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,peer,ours,ours-key,ours-no-replay,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-no-replay,ours-redis,ours-redis-2' },
+    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -84,10 +84,16 @@ const TARGETS = {
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
   // And the HTTP+JSON routes (POST /message:send, /message:stream), compared with JSON-RPC v1.0.
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
-  ours: { label: 'fastify-a2a, security off', args: ours(false), loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-v1', 'stream-rest'], 'push'], memory: true },
+  // `stream-no-replay` goes to a second server, the same with `server.stream_replay.max_events: 0`, alive beside the
+  // first so that the two take turns: what keeping events for streams that resume costs, at the noise of one run.
+  ours: {
+    label: 'fastify-a2a, security off',
+    args: ours(false),
+    loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest'], 'push'],
+    memory: true,
+    noReplay: ours(false, false)
+  },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
-  // The same as `ours` with `server.stream_replay.max_events: 0`: the CPU per stream that keeping events costs.
-  'ours-no-replay': { label: 'fastify-a2a, stream replay off', args: ours(false, false), loads: ['stream'] },
   // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
   'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true },
   // Two instances on one Redis, the load's connections shared between them round-robin (no proxy): on 2 cores this
@@ -114,12 +120,12 @@ async function measure (pid, fn, warm = true) {
  * warmed up, then their runs take turns (run 1 of each, then run 2 of each, ...), so what drifts over a run (the
  * heap, the store filling, a neighbour on the host) weighs on all of them alike.
  */
-async function measureTogether (pid, fns, warm = true) {
+async function measureTogether (pid, fns, warm = true, pids = fns.map(() => pid)) {
   if (warm) for (const fn of fns) await fn(settings.warmup)
   const results = fns.map(() => [])
   for (let i = 0; i < settings.runs; i++) {
     for (let j = 0; j < fns.length; j++) {
-      const w = pid === null ? null : watch(pid)
+      const w = pids[j] === null ? null : watch(pids[j])
       const result = await fns[j](settings.seconds)
       results[j].push({ ...w?.stop(), ...result })
     }
@@ -144,6 +150,17 @@ async function runTarget (id, hook) {
     await redis?.stop()
     throw err
   }
+  // The twin with no stream replay, when the target compares with it.
+  let twin
+  if (target.noReplay !== undefined) {
+    const port = await freePort()
+    try {
+      twin = await start(target.noReplay(port), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+    } catch (err) {
+      for (const one of servers) await one.stop()
+      throw err
+    }
+  }
   // One server, or several behind the load's own round-robin: their pids and URLs as lists.
   const server = servers.length === 1 ? servers[0] : { url: servers.map(one => one.url), stop: async () => { for (const one of servers) await one.stop() } }
   const pid = servers.length === 1 ? servers[0].child.pid : servers.map(one => one.child.pid)
@@ -157,12 +174,13 @@ async function runTarget (id, hook) {
       stream: seconds => streamLoad(server.url, { ...opts, seconds }),
       'stream-v1': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }),
       'stream-rest': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage', rest: true }),
+      'stream-no-replay': seconds => streamLoad(twin.url, { ...opts, seconds }),
       push: seconds => pushLoad(server.url, hook, { ...opts, seconds })
     }
     for (const entry of target.loads) {
       const group = Array.isArray(entry) ? entry : [entry]
       log(`${id} ${group.join(', ')}`)
-      const measured = await measureTogether(pid, group.map(load => loads[load]))
+      const measured = await measureTogether(pid, group.map(load => loads[load]), true, group.map(load => load === 'stream-no-replay' ? twin.child.pid : pid))
       group.forEach((load, i) => { row[load] = measured[i] })
     }
     if (redis !== undefined) {
@@ -186,6 +204,7 @@ async function runTarget (id, hook) {
     return { row, memory }
   } finally {
     await server.stop()
+    await twin?.stop()
     await redis?.stop()
   }
 }
