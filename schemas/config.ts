@@ -106,6 +106,15 @@ export const ProtocolConfigSchema = obj({
    */
   sse_event_ids: Bool(false),
   /**
+   * The gRPC binding (CONTRACT.md §13): a `@grpc/grpc-js` server on `port`, listed in the card at `advertised_url`
+   * (empty: `grpc://<host>:<port>`). Being built (README, "The gRPC binding"): `enabled: true` is refused until it is.
+   */
+  grpc: obj({
+    enabled: Bool(false),
+    port: Int(50051, { minimum: 0, maximum: 65535 }),
+    advertised_url: Str('')
+  }),
+  /**
    * The A2A v1.0 tenant this agent is served as (v1.0 `tenant`, CONTRACT.md §12): written on every card interface,
    * the v1.0 REST routes also served under `/<tenant>/`, and a v1.0 request naming another tenant refused. Unset: none.
    * `v1` is taken by the v0.3 REST routes.

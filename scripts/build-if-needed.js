@@ -15,7 +15,7 @@ function newestSource () {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name)
       if (entry.isDirectory()) visit(path)
-      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs)
+      else if (entry.name.endsWith('.ts') || entry.name.endsWith('.proto')) newest = Math.max(newest, statSync(path).mtimeMs)
     }
   }
   for (const name of readdirSync(root)) {

@@ -182,6 +182,16 @@ t.test('semantic checks', async t => {
     t.equal(validateConfig({ tasks: { backend: 'kvcache' }, push_notifications: { enabled: false }, services }).tasks.backend, 'kvcache')
   })
 
+  t.test('protocol.grpc takes CONTRACT.md §13\'s keys; enabled: true is refused while the binding is being built', async t => {
+    t.same(validateConfig({}).protocol.grpc, { enabled: false, port: 50051, advertised_url: '' })
+    t.same(validateConfig({ protocol: { grpc: { port: 9090, advertised_url: 'grpc://agent.example.com:443' } } }).protocol.grpc,
+      { enabled: false, port: 9090, advertised_url: 'grpc://agent.example.com:443' })
+    t.same(problemsOf(() => validateConfig({ protocol: { grpc: { enabled: true } } })), [
+      'protocol.grpc.enabled: the gRPC binding is not served by this version yet; leave it false'
+    ])
+    t.match(problemsOf(() => validateConfig({ protocol: { grpc: { port: 70000 } } })), [/^protocol\.grpc\.port: must be <= 65535/])
+  })
+
   t.test('URLs must parse and use the expected schemes', async t => {
     const oauth2 = { introspection_endpoint: 'ftp://idp.example.com/', client_id: 'c', client_secret: 's' }
     t.same(problemsOf(() => validateConfig({
