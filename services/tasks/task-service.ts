@@ -96,6 +96,11 @@ interface Draft {
   /** The task as the turn has left it so far. */
   record: StoredTask
   readonly changes: DraftChange[]
+  /**
+   * A stream follows the task from its start (message/stream): its first turn's events are kept for it to resume
+   * by. Nobody else can have seen them (the task is not stored yet), so a task sent otherwise keeps none of them.
+   */
+  readonly followed: boolean
   /** The insert, once begun: a write made after that waits for it. Rejects when the task could not be stored. */
   stored?: Promise<void>
 }
@@ -217,7 +222,7 @@ export class TaskService {
       return this.#begin(created, principal, started)
     }
     const record = this.#newRecord(newId(), message, principal, metadata)
-    const draft: Draft = { record, changes: [] }
+    const draft: Draft = { record, changes: [], followed: started !== undefined }
     this.#drafts.set(record.task.id, draft)
     started?.(record)
     this.dispatch(record, principal)
@@ -236,7 +241,7 @@ export class TaskService {
    */
   async #store (draft: Draft, created: StoredTask): Promise<StoredTask> {
     const id = created.task.id
-    const events = draft.changes.flatMap(change => change.event === undefined ? [] : [change.event])
+    const events = draft.followed ? draft.changes.flatMap(change => change.event === undefined ? [] : [change.event]) : []
     const stored = this.store.insert(draft.record, { lease: this.#running.has(id), events }).then(() => {
       this.#drafts.delete(id)
       this.#outcomes.set(created, draft.record)

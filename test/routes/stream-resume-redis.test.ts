@@ -107,3 +107,23 @@ for (const where of ['memory', 'redis'] as const) {
     t.same(failures, [], `seed ${seed} (RESUME_SEED replays it)`)
   })
 }
+
+t.test('on Redis, a task sent without a stream keeps no events of its first turn: nobody saw them to resume by', async t => {
+  const redis = await privateRedis(t)
+  // The built-in agent: its tasks end in their first turn, stored once, finished.
+  const url = await listen(t, { config: onRedis(redis.url, { protocol: { dialect: 'a2a' } }) })
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+  const sent: any = await (await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: 'm1', parts: [{ kind: 'text', text: 'x' }] } } })
+  })).json()
+  t.equal(sent.result.status.state, 'completed')
+  t.equal(await client.exists(`a2a:task:e:${sent.result.id as string}`), 0, 'no Stream for a task sent with message/send')
+  const binding = RESUME_BINDINGS[0]
+  const frames = await new Frames(await binding.stream(url, 'y')).rest()
+  const id = binding.taskId(frames[0].data)
+  t.ok(await client.xlen(`a2a:task:e:${id}`) > 0, 'a Stream for a task followed from its start')
+})
