@@ -86,7 +86,8 @@ t.test('--node-options reaches our server and no other', async t => {
     })
   })
   t.equal(code, 0, stdout)
-  t.same(readFileSync(marker, 'utf8').trim().split('\n'), [CLI], 'only dist/cli.js ran with the flags')
+  // Our server and its twin with no stream replay (the `ours` target's pair): no other process got them.
+  t.same(readFileSync(marker, 'utf8').trim().split('\n'), [CLI, CLI], 'only dist/cli.js ran with the flags')
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.equal(results.targets.ours.send.errors, 0, 'our server answered with the flags on')
   t.match(results.command, /--node-options/)

@@ -40,9 +40,10 @@ t.test('claim takes entries past the grace, oldest first, once per grace period;
   const client = new Redis(redis.url)
   t.teardown(() => client.disconnect())
   const keys = outboxKeys('k:')
-  const outbox = new RedisPushOutbox(client, { taskKeyPrefix: 'k:', graceMs: 1000, log: pino({ level: 'silent' }) })
+  // A grace of a minute, entries minutes old: a loaded machine cannot age the fresh one past it during the test.
+  const outbox = new RedisPushOutbox(client, { taskKeyPrefix: 'k:', graceMs: 60_000, log: pino({ level: 'silent' }) })
   const now = Number((await client.time())[0]) * 1000
-  await client.zadd(keys.queue, now - 5000, 'a.2', now - 3000, 'b.4', now, 'fresh.2', now - 4000, 'half.3')
+  await client.zadd(keys.queue, now - 300_000, 'a.2', now - 180_000, 'b.4', now, 'fresh.2', now - 240_000, 'half.3')
   await client.hset(keys.bodies, 'a.2', JSON.stringify(record('a', 'in_progress', 2)), 'b.4', JSON.stringify(record('b', 'failed', 4)),
     'fresh.2', JSON.stringify(record('fresh', 'in_progress', 2)))
   const claimed = await outbox.claim()
