@@ -22,12 +22,15 @@ import jsonRpcRoutes from './routes/json-rpc.js'
 import wellKnownRoutes from './routes/well-known.js'
 import metricsRoutes from './routes/metrics.js'
 import consoleRoutes from './routes/console.js'
+import type { GrpcHandle } from './plugins/grpc.js'
 import { ConsoleSinks, consoleEnabled } from './services/console/sinks.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The validated configuration this agent runs with. */
     a2aConfig: A2AConfig
+    /** The gRPC binding when `protocol.grpc.enabled` (its server, and its port once ready); null otherwise. */
+    a2aGrpc: GrpcHandle | null
   }
 }
 
@@ -95,6 +98,8 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     beforeShutdown: () => fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
   })
 
+  const grpc: GrpcHandle | null = config.protocol.grpc.enabled ? { port: 0 } : null
+  fastify.decorate('a2aGrpc', grpc)
   const routePrefix = prefix === '/' ? '' : prefix
   // fp drops `prefix` on this outer plugin, so the encapsulated route plugins get it.
   await fastify.register(jsonRpcRoutes, {
@@ -102,7 +107,8 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     bodyLimit: config.server.max_request_size,
     auth: { config, ...limitsOf(config, fastify.a2aRedis), onIntrospectionCache: metrics?.introspectionCache },
     rest: config.protocol.rest,
-    cardPrefix: prefix
+    cardPrefix: prefix,
+    grpc: grpc === null ? undefined : { checks: readinessChecks(fastify), handle: grpc }
   })
   if (metrics !== null) await fastify.register(metricsRoutes, { prefix: routePrefix, metrics })
   await fastify.register(wellKnownRoutes, {
@@ -171,6 +177,7 @@ export type { RedisPluginOptions } from './plugins/redis.js'
 export type { WebhookNotifierOptions } from './plugins/webhook-notifier.js'
 export type { AuthPluginOptions } from './plugins/auth.js'
 export type { MetricsPluginOptions } from './plugins/metrics.js'
+export type { GrpcPluginOptions, GrpcHandle } from './plugins/grpc.js'
 export type { MethodRegistry, MethodDefinition, MethodContext } from './services/json-rpc/registry.js'
 export type { TaskService } from './services/tasks/task-service.js'
 /** TypeBox, the schema builder of `app.a2aMethods.add({ params })`: the same copy the plugin compiles with. */

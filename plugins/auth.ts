@@ -16,6 +16,11 @@ declare module 'fastify' {
      * `done` at once when the principal is known without I/O.
      */
     a2aAuthenticate: onRequestHookHandler
+    /**
+     * The principal of a caller of any binding (what the hook does, for gRPC): at once when it is known without I/O,
+     * else a promise. Refusals (401, 429) are thrown or rejected as JsonRpcErrors; the request bucket is taken.
+     */
+    a2aIdentify: (caller: Caller) => Principal | Promise<Principal>
     /** The audit logger: one line per authentication success or failure and per scope denial. */
     a2aAudit: Logger
   }
@@ -23,6 +28,18 @@ declare module 'fastify' {
     /** Who is calling; set by `a2aAuthenticate` before any handler runs. */
     a2aPrincipal: Principal | null
   }
+}
+
+/** What authentication reads of a call: its headers (gRPC: its metadata) and the client's address. */
+export interface Caller {
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>
+  readonly ip: string
+}
+
+/** A caller once authenticated, as the audit line names it. */
+export interface AuditedCaller {
+  readonly a2aPrincipal: Principal | null
+  readonly ip: string
 }
 
 export interface AuthPluginOptions {
@@ -43,7 +60,7 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
  * followed by new fields is V8's slow path); the success line, written once per request, is not even gathered
  * when `info` is not written.
  */
-export function auditCall (audit: Logger, request: FastifyRequest, method: string, denied?: unknown): void {
+export function auditCall (audit: Logger, request: AuditedCaller, method: string, denied?: unknown): void {
   const principal = request.a2aPrincipal as Principal
   if (denied !== undefined) {
     audit.warn({ principal: principal.id, scheme: principal.scheme, method, ip: request.ip, outcome: 'denied', reason: denied }, 'scope denied')
@@ -77,6 +94,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
       request.a2aPrincipal = ANONYMOUS
       done()
     })
+    fastify.decorate('a2aIdentify', () => ANONYMOUS)
     return
   }
 
@@ -100,7 +118,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
   const { failures } = opts
 
   /** 401, audited; counted against the address unless it was counted already (`reserve` before an introspection). */
-  async function refuse (request: FastifyRequest, scheme: string, reason: string, sent: boolean, counted = false): Promise<never> {
+  async function refuse (request: Caller, scheme: string, reason: string, sent: boolean, counted = false): Promise<never> {
     if (!counted) await failures.fail(request.ip)
     audit.warn({ principal: null, scheme, method: null, outcome: 'failure', reason, ip: request.ip }, 'auth failure')
     throw unauthenticated(reason, sent)
@@ -110,9 +128,9 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
    * The caller's principal: at once when all it takes is in this process (API keys, static bearer tokens, failure
    * windows in memory), else a promise (Redis, introspection). A refusal is thrown or rejected.
    */
-  function authenticate (request: FastifyRequest): Principal | Promise<Principal> {
+  function authenticate (request: Caller): Principal | Promise<Principal> {
     const apiKey = request.headers[apiKeyHeader]
-    const authorization = request.headers.authorization
+    const authorization = request.headers.authorization as string | undefined
     if (apiKey === undefined && authorization === undefined) return refuse(request, 'none', 'credentials required', false)
     // A flood of bad credentials from one IP is cut off before any of them is checked or introspected.
     const wait = failures.blocked(request.ip)
@@ -122,12 +140,12 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
   }
 
   /** 429 for an address past its failed authentications (CONTRACT.md §9), audited. */
-  function tooManyFailures (request: FastifyRequest, wait: number, scheme: string | null): never {
+  function tooManyFailures (request: Caller, wait: number, scheme: string | null): never {
     audit.warn({ principal: null, scheme, method: null, outcome: 'failure', reason: 'too many failed authentications', ip: request.ip }, 'auth failure')
     throw rateLimited(wait, 'too many failed authentications from this address')
   }
 
-  function identifyUnlessBlocked (request: FastifyRequest, wait: number, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
+  function identifyUnlessBlocked (request: Caller, wait: number, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
     if (wait > 0) tooManyFailures(request, wait, null)
     return identify(request, apiKey, authorization)
   }
@@ -137,7 +155,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
    * not is refused (401) and counted against the address, whatever else the request carries, so that a valid
    * credential cannot shelter guesses of another. With both, the API key names the principal (CONTRACT.md §9 order).
    */
-  function identify (request: FastifyRequest, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
+  function identify (request: Caller, apiKey: unknown, authorization: string | undefined): Principal | Promise<Principal> {
     let keyed: Principal | null = null
     if (apiKey !== undefined) {
       // Node joins a repeated header into one string ("a, b"), which matches no key.
@@ -158,7 +176,7 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
    * forgiven once the token proves good: concurrent guesses cannot all pass the failure limit before any of them
    * fails, so at most `failed_auth_per_minute` of an address's lookups reach the provider in a window.
    */
-  async function introspect (request: FastifyRequest, token: string): Promise<Principal> {
+  async function introspect (request: Caller, token: string): Promise<Principal> {
     const client = introspection as IntrospectionClient
     const known = client.cached(token)
     if (known !== undefined) return known.ok ? known.principal : refuse(request, 'oauth2', known.reason, true)
@@ -186,12 +204,18 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (fastify, opts) 
     return taken instanceof Promise ? taken.then(result => admitted(principal, result)) : admitted(principal, taken)
   }
 
+  /** The caller's principal once it has taken a token from its bucket. */
+  function identified (caller: Caller): Principal | Promise<Principal> {
+    const principal = authenticate(caller)
+    return principal instanceof Promise ? principal.then(admit) : admit(principal)
+  }
+  fastify.decorate('a2aIdentify', identified)
+
   // Synchronous when the principal is known at once: an async hook costs a promise and a tick on every request.
   fastify.decorate('a2aAuthenticate', function (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
     let result: Principal | Promise<Principal>
     try {
-      const principal = authenticate(request)
-      result = principal instanceof Promise ? principal.then(admit) : admit(principal)
+      result = identified(request)
     } catch (err) {
       done(err as Error)
       return

@@ -11,6 +11,7 @@ import type { EventSource, StreamClaim } from '../plugins/sse.js'
 import { versionRefusal } from '../services/a2a/version.js'
 import openRpcRoutes from './openrpc.js'
 import restRoutes from './rest.js'
+import grpcPlugin, { type GrpcPluginOptions } from '../plugins/grpc.js'
 import { cardResponder } from './well-known.js'
 import { cardBindingsOf } from '../services/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
@@ -25,6 +26,8 @@ export interface JsonRpcRoutesOptions {
   rest?: boolean
   /** The plugin prefix, for the card `GET /v1/card` answers with. */
   cardPrefix: string
+  /** `protocol.grpc.enabled`: the gRPC server, in this context (its authentication and limits). */
+  grpc?: Pick<GrpcPluginOptions, 'checks' | 'handle'>
 }
 
 /** A request's outcome, waiting in the outbox. */
@@ -124,6 +127,8 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       card: cardResponder(config, opts.cardPrefix, cardBindingsOf(config))
     })
   }
+
+  if (opts.grpc !== undefined) await fastify.register(grpcPlugin, { ...opts.grpc, config: opts.auth.config, cardPrefix: opts.cardPrefix })
 
   /** The audit lines written once the method is known (CONTRACT.md §9, audit log). */
   function audited (request: FastifyRequest, method: string, error?: JsonRpcError): void {

@@ -106,8 +106,8 @@ export const ProtocolConfigSchema = obj({
    */
   sse_event_ids: Bool(false),
   /**
-   * The gRPC binding (CONTRACT.md §13): a `@grpc/grpc-js` server on `port`, listed in the card at `advertised_url`
-   * (empty: `grpc://<host>:<port>`). Being built (README, "The gRPC binding"): `enabled: true` is refused until it is.
+   * The gRPC binding (CONTRACT.md §13): a `@grpc/grpc-js` server on `port` (on `server.host`), listed in the card at
+   * `advertised_url` (empty: `grpc://<host>:<port>`). Port 0 takes any free port, and then needs `advertised_url`.
    */
   grpc: obj({
     enabled: Bool(false),

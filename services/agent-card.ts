@@ -172,8 +172,19 @@ export function cardInterfaces (url: string, bindings: CardBindings = {}): Pick<
 
 /** The bindings the configuration serves besides JSON-RPC, as the card lists them. */
 export function cardBindingsOf (config: A2AConfig): CardBindings {
-  const tenant = config.protocol.tenant === undefined ? {} : { tenant: config.protocol.tenant }
-  return config.protocol.rest ? { rest: ['1.0', '0.3'], ...tenant } : tenant
+  const bindings: CardBindings = {}
+  if (config.protocol.rest) bindings.rest = ['1.0', '0.3']
+  if (config.protocol.grpc.enabled) bindings.grpcUrl = grpcUrlOf(config)
+  if (config.protocol.tenant !== undefined) bindings.tenant = config.protocol.tenant
+  return bindings
+}
+
+/** The gRPC binding's URL in the card: `protocol.grpc.advertised_url`, else `grpc://<host>:<port>` (CONTRACT.md §13). */
+export function grpcUrlOf (config: A2AConfig): string {
+  const { advertised_url: advertised, port } = config.protocol.grpc
+  if (advertised !== '') return advertised
+  const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host
+  return `grpc://${host}:${port}`
 }
 
 /** The v1.0 form of v0.3 security requirements: `{apiKey: []}` → `{schemes: {apiKey: {list: []}}}`. */

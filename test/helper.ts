@@ -50,6 +50,19 @@ export async function listen (t: Teardown, opts: A2AOptions = {}): Promise<{ app
   return { app, url }
 }
 
+/**
+ * `listen` with the gRPC binding on (CONTRACT.md §13) on a free port, which the card advertises as `host:port` (what
+ * grpc-js clients connect to). `target` is that address.
+ */
+export async function listenGrpc (t: Teardown, opts: A2AOptions = {}): Promise<{ app: FastifyInstance, url: string, target: string }> {
+  const port = await freePort()
+  const target = `127.0.0.1:${port}`
+  const config = opts.config ?? {}
+  const grpc = { enabled: true, port, advertised_url: target, ...config.protocol?.grpc }
+  const { app, url } = await listen(t, { ...opts, config: { ...config, protocol: { ...config.protocol, grpc } } })
+  return { app, url, target }
+}
+
 export interface SseResult {
   status: number
   headers: Headers

@@ -90,10 +90,12 @@ function semanticProblems (config: A2AConfig): string[] {
   if (config.server.proxy_hops > 0 && config.server.trust_proxy !== false) {
     problems.push('server.proxy_hops: set either proxy_hops or trust_proxy, not both')
   }
-  // The keys are CONTRACT.md §13's; the server behind them is being built, and a config that asks for it is not
-  // silently served without it.
-  if (config.protocol.grpc.enabled) {
-    problems.push('protocol.grpc.enabled: the gRPC binding is not served by this version yet; leave it false')
+  const grpc = config.protocol.grpc
+  if (grpc.enabled && grpc.port !== 0 && grpc.port === config.server.port) {
+    problems.push('protocol.grpc.port: must differ from server.port (the gRPC server has a port of its own)')
+  }
+  if (grpc.enabled && grpc.port === 0 && grpc.advertised_url === '') {
+    problems.push('protocol.grpc.advertised_url: needed with protocol.grpc.port 0 (the card cannot name a port chosen at start)')
   }
   // Any instance may deliver a task's webhooks (CONTRACT.md §10), so every instance must see its push configs.
   if (config.tasks.backend === 'kvcache' && config.push_notifications.enabled && config.push_notifications.backend !== 'kvcache') {

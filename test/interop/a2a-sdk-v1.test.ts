@@ -1,142 +1,20 @@
 import { A2AClient } from '@a2a-js/sdk/client'
-import {
-  ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type CallInterceptor, type Client
-} from '@a2a-js/sdk-v1/client'
-import {
-  CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest,
-  SubscribeToTaskRequest, TaskPushNotificationConfig, TaskState, type StreamResponse, type Task
-} from '@a2a-js/sdk-v1'
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk-v1/client'
+import { GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState, type Task } from '@a2a-js/sdk-v1'
 import Fastify from 'fastify'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import a2a, { type AgentExecutor } from '../../index.js'
-import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, receiver, serve, until, waitOrEchoInTwo } from '../helper.js'
+import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, receiver, serve, until } from '../helper.js'
+import { collect, driveEverything, executor, nextId, readState, sendRequest, textOf, v1Client } from './sdk-v1.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x, default options: no legacyCompat) against this server, beside the
 // 0.3.14 client (CONTRACT.md §11). Every v1.0 operation, through the client's own API.
-
-let n = 0
-const sendRequest = (text: string, extra: Record<string, unknown> = {}, configuration: Record<string, unknown> = {}) =>
-  SendMessageRequest.fromJSON({ message: { messageId: `v1-${++n}`, role: 'ROLE_USER', parts: [{ text }], ...extra }, configuration })
-
-/** The text of a part, from the client's oneof form. */
-function textOf (task: Task): string {
-  return task.artifacts.flatMap(a => a.parts.map(p => p.content?.$case === 'text' ? p.content.value : '')).join('')
-}
-
-/** An executor that echoes in two chunks, or waits for cancel on "wait". */
-const executor = waitOrEchoInTwo
-
-async function collect (events: AsyncGenerator<StreamResponse>): Promise<StreamResponse[]> {
-  const out: StreamResponse[] = []
-  for await (const event of events) out.push(event)
-  return out
-}
-
-/** Headers on every call the client makes (an interceptor: the card fetch needs none). */
-function withHeaders (headers: Record<string, string>): CallInterceptor {
-  return {
-    async before (args) { args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, ...headers } } },
-    async after () {}
-  }
-}
-
-/** The 1.x client from the card, with default options (JSON-RPC, the card's first binding), or over HTTP+JSON. */
-async function v1Client (base: string, headers: Record<string, string> = {}, binding?: 'HTTP+JSON'): Promise<Client> {
-  const options = binding === undefined
-    ? { clientConfig: { interceptors: [withHeaders(headers)] } }
-    : { clientConfig: { interceptors: [withHeaders(headers)] }, preferredTransports: [binding] }
-  return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, options)).createFromUrl(base)
-}
-
-/** An error of the client: over JSON-RPC it carries the code (`envelopeCode`), over REST the HTTP status. */
-const clientError = (client: Client, name: string, code: number, http: number) =>
-  (client.transport as object).constructor.name.includes('RestTransport') ? { name, statusCode: http } : { name, envelopeCode: code }
-
-/** Every v1.0 operation, as a user of the client would drive it. */
-async function driveEverything (t: Test, client: Client, tasks: { state: (id: string) => Promise<string | undefined> }): Promise<void> {
-  t.equal(client.protocolVersion, '1.0', 'the client picked the v1.0 interface of the card')
-  t.ok(client.transport instanceof Object)
-
-  const sent = await client.sendMessage(sendRequest('hi')) as Task
-  t.equal(sent.status?.state, TaskState.TASK_STATE_COMPLETED)
-  t.equal(textOf(sent), 'echo: hi')
-
-  // Stream: every event the task makes.
-  const events = await collect(client.sendMessageStream(sendRequest('stream')))
-  t.same(events.map(e => e.payload?.$case), ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate'])
-  const last = events[events.length - 1].payload
-  t.equal(last?.$case === 'statusUpdate' ? last.value.status?.state : undefined, TaskState.TASK_STATE_COMPLETED)
-  const streamed = events[0].payload?.$case === 'task' ? events[0].payload.value.id : ''
-
-  // Get, with historyLength.
-  const got = await client.getTask(GetTaskRequest.fromJSON({ id: streamed, historyLength: 0 }))
-  t.equal(got.id, streamed)
-  t.same(got.history, [])
-  t.equal((await client.getTask(GetTaskRequest.fromJSON({ id: streamed }))).history.length, 1)
-
-  // List, with paging and filters.
-  const ctx = `ctx-${++n}`
-  for (let i = 0; i < 3; i++) await client.sendMessage(sendRequest(`list ${i}`, { contextId: ctx }))
-  const page = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, pageSize: 2 }))
-  t.equal(page.tasks.length, 2)
-  t.equal(page.pageSize, 2)
-  t.equal(page.totalSize, 3)
-  t.not(page.nextPageToken, '')
-  const rest = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, pageSize: 2, pageToken: page.nextPageToken, includeArtifacts: true }))
-  t.equal(rest.tasks.length, 1)
-  t.equal(rest.nextPageToken, '')
-  t.equal(textOf(rest.tasks[0]), 'echo: list 0')
-  const done = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, status: 'TASK_STATE_COMPLETED' }))
-  t.equal(done.totalSize, 3)
-
-  // Subscribe (live), then cancel; subscribe to the now terminal task.
-  const waiting = await client.sendMessage(sendRequest('wait', {}, { returnImmediately: true })) as Task
-  await until(async () => await tasks.state(waiting.id) === 'in_progress')
-  const subscription = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))
-  // The first event, the task as it stands, says the subscription is live: nothing after it can be missed.
-  const first = await subscription.next()
-  t.equal(first.value?.payload?.$case, 'task')
-  const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }))
-  t.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED)
-  const followed = [first.value as StreamResponse, ...await collect(subscription)]
-  const end = followed[followed.length - 1].payload
-  t.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : end?.$case === 'task' ? end.value.status?.state : undefined,
-    TaskState.TASK_STATE_CANCELED)
-  const terminal = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))).then(() => null, (err: Error) => err)
-  // Over JSON-RPC the error is an SSE event (the client wraps it as the cause); over REST a plain HTTP error.
-  const refusal = (terminal as Error & { cause?: unknown })?.cause ?? terminal
-  t.match(refusal, clientError(client, 'UnsupportedOperationError', -32004, 400), 'a terminal task: UnsupportedOperation')
-  await t.rejects(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id })), clientError(client, 'TaskNotCancelableError', -32002, 400))
-  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), clientError(client, 'TaskNotFoundError', -32001, 404))
-
-  // The four push config operations.
-  const created = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({
-    taskId: sent.id, url: 'https://hooks.example.com/a', token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' }
-  }))
-  t.equal(created.id, 'default')
-  t.equal(created.authentication?.scheme, 'Bearer')
-  t.equal(created.authentication?.credentials, '', 'credentials are never returned')
-  await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: sent.id, id: 'mine', url: 'https://hooks.example.com/b' }))
-  const one = await client.getTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
-  t.equal(one.url, 'https://hooks.example.com/b')
-  const listed = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))
-  t.same(listed.configs.map(c => c.id), ['default', 'mine'])
-  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
-  const after = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))
-  t.same(after.configs.map(c => c.id), ['default'])
-}
 
 t.test('@a2a-js/sdk 1.x, default options, drives every v1.0 operation against the plugin', async t => {
   const { app, url } = await listen(t, { executor })
   const client = await v1Client(url)
   await driveEverything(t, client, { state: async id => (await app.a2aTasks.store.get(id))?.task.status.state })
 })
-
-/** A task's state as the v1.0 client reads it, in the stored spelling `driveEverything` waits for. */
-const readState = (client: Client) => async (id: string) => {
-  const task = await client.getTask(GetTaskRequest.fromJSON({ id }))
-  return task.status?.state === TaskState.TASK_STATE_WORKING ? 'in_progress' : String(task.status?.state)
-}
 
 t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module), over JSON-RPC and HTTP+JSON', async t => {
   t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE })
@@ -192,7 +70,7 @@ t.test('a 0.3 client and a 1.x client on the same task: one streams in v1.0 whil
   const { url } = await listen(t, { executor, config: { protocol: { dialect: 'a2a' } } })
   const v1 = await v1Client(url)
   const old = await A2AClient.fromCardUrl(`${url}/.well-known/agent-card.json`)
-  const started = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: `old-${++n}`, parts: [{ kind: 'text', text: 'wait' }] }, configuration: { blocking: false } }) as any
+  const started = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: nextId('old'), parts: [{ kind: 'text', text: 'wait' }] }, configuration: { blocking: false } }) as any
   const id = started.result.id as string
   await until(async () => (await v1.getTask(GetTaskRequest.fromJSON({ id }))).status?.state === TaskState.TASK_STATE_WORKING)
   const subscription = v1.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id }))
@@ -254,7 +132,7 @@ t.test('one task driven in turn over REST v1.0, JSON-RPC v1.0, JSON-RPC v0.3 and
   const second = await rpc.sendMessage(sendRequest('more', { taskId: id, contextId: first.contextId })) as Task
   t.equal(second.id, id)
   t.equal(second.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED, 'JSON-RPC v1.0 continues it')
-  const third = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: `old-${++n}`, taskId: id, contextId: first.contextId, parts: [{ kind: 'text', text: 'done' }] } }) as any
+  const third = await old.sendMessage({ message: { kind: 'message', role: 'user', messageId: nextId('old'), taskId: id, contextId: first.contextId, parts: [{ kind: 'text', text: 'done' }] } }) as any
   t.equal(third.result.id, id)
   t.equal(third.result.status.state, 'completed', 'JSON-RPC v0.3 finishes it')
   const read = await oldRest.getTask({ id })

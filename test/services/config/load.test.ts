@@ -182,13 +182,17 @@ t.test('semantic checks', async t => {
     t.equal(validateConfig({ tasks: { backend: 'kvcache' }, push_notifications: { enabled: false }, services }).tasks.backend, 'kvcache')
   })
 
-  t.test('protocol.grpc takes CONTRACT.md §13\'s keys; enabled: true is refused while the binding is being built', async t => {
+  t.test('protocol.grpc takes CONTRACT.md §13\'s keys; its port is its own, and port 0 needs an advertised URL', async t => {
     t.same(validateConfig({}).protocol.grpc, { enabled: false, port: 50051, advertised_url: '' })
-    t.same(validateConfig({ protocol: { grpc: { port: 9090, advertised_url: 'grpc://agent.example.com:443' } } }).protocol.grpc,
-      { enabled: false, port: 9090, advertised_url: 'grpc://agent.example.com:443' })
-    t.same(problemsOf(() => validateConfig({ protocol: { grpc: { enabled: true } } })), [
-      'protocol.grpc.enabled: the gRPC binding is not served by this version yet; leave it false'
+    t.same(validateConfig({ protocol: { grpc: { enabled: true, port: 9090, advertised_url: 'grpc://agent.example.com:443' } } }).protocol.grpc,
+      { enabled: true, port: 9090, advertised_url: 'grpc://agent.example.com:443' })
+    t.same(problemsOf(() => validateConfig({ server: { port: 9090 }, protocol: { grpc: { enabled: true, port: 9090 } } })), [
+      'protocol.grpc.port: must differ from server.port (the gRPC server has a port of its own)'
     ])
+    t.same(problemsOf(() => validateConfig({ protocol: { grpc: { enabled: true, port: 0 } } })), [
+      'protocol.grpc.advertised_url: needed with protocol.grpc.port 0 (the card cannot name a port chosen at start)'
+    ])
+    t.equal(validateConfig({ protocol: { grpc: { enabled: true, port: 0, advertised_url: '127.0.0.1:7000' } } }).protocol.grpc.port, 0)
     t.match(problemsOf(() => validateConfig({ protocol: { grpc: { port: 70000 } } })), [/^protocol\.grpc\.port: must be <= 65535/])
   })
 

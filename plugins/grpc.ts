@@ -1,0 +1,117 @@
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import { Server, ServerCredentials } from '@grpc/grpc-js'
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check'
+import type { A2AConfig } from '../schemas/config.js'
+import { buildAgentCard } from '../services/agent-card.js'
+import { GrpcBinding } from '../services/grpc/binding.js'
+import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
+import { auditCall } from './auth.js'
+
+/** The gRPC binding as the plugin's instance shows it (`app.a2aGrpc`): filled in as the server is made and bound. */
+export interface GrpcHandle {
+  server?: Server
+  binding?: GrpcBinding
+  /** The bound port (the configured one, or the one taken for port 0); 0 until the instance is ready. */
+  port: number
+}
+
+export interface GrpcPluginOptions {
+  config: A2AConfig
+  /** The plugin prefix, for the public card (v0.3 `GetAgentCard`). */
+  cardPrefix: string
+  /** What `/ready` asks: the health service says SERVING while every check passes. */
+  checks: Record<string, () => Promise<void>>
+  /** Where the server, its binding and its port are shown (`app.a2aGrpc`). */
+  handle: GrpcHandle
+}
+
+/** How often the health service asks the readiness checks. */
+const HEALTH_INTERVAL_MS = 5000
+
+/**
+ * The gRPC binding's server (CONTRACT.md §13, README "The gRPC binding"): both A2A services and `grpc.health.v1`,
+ * on `protocol.grpc.port`. Registered in the JSON-RPC route context, whose authenticator and limits it shares. It
+ * listens once the Fastify instance is ready and drains with it: on close it takes no new calls, waits for the task
+ * drain, ends open streams with their snapshot, and is shut down within `server.shutdown_timeout`.
+ */
+const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) => {
+  const { config } = opts
+  const secured = config.security.enabled
+  const audit = fastify.a2aAudit
+  const metrics = fastify.a2aMetrics
+  const card = buildAgentCard(config, { prefix: opts.cardPrefix })
+  const binding = new GrpcBinding({
+    codec: protoCodec(),
+    registry: fastify.a2aMethods,
+    streams: fastify.a2aStreams,
+    identify: fastify.a2aIdentify,
+    apiKeyHeader: config.security.auth.api_key.header.toLowerCase(),
+    audit: (caller, method, denied) => { if (secured) auditCall(audit, caller, method, denied) },
+    log: fastify.log.child({ component: 'grpc' }),
+    publicCard: () => card,
+    observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
+  })
+  const server = new Server({
+    // Requests above `server.max_request_size` are refused (RESOURCE_EXHAUSTED), as HTTP bodies are (413).
+    'grpc.max_receive_message_length': config.server.max_request_size,
+    'grpc.max_send_message_length': -1
+  })
+  for (const [definition, handlers] of binding.services()) server.addService(definition, handlers)
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [V1_SERVICE]: 'NOT_SERVING', [V03_SERVICE]: 'NOT_SERVING' })
+  health.addToServer(server)
+  const setHealth = (status: ServingStatus): void => {
+    for (const name of ['', V1_SERVICE, V03_SERVICE]) health.setStatus(name, status)
+  }
+
+  const { handle } = opts
+  handle.server = server
+  handle.binding = binding
+  let timer: NodeJS.Timeout | undefined
+  let closing = false
+
+  async function ready (): Promise<boolean> {
+    try {
+      await Promise.all(Object.values(opts.checks).map(check => check()))
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  fastify.addHook('onReady', async () => {
+    const { host } = config.server
+    const address = `${host.includes(':') ? `[${host}]` : host}:${config.protocol.grpc.port}`
+    handle.port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => err === null ? resolve(port) : reject(err))
+    })
+    setHealth((await ready()) ? 'SERVING' : 'NOT_SERVING')
+    timer = setInterval(() => {
+      ready().then(ok => { if (!closing) setHealth(ok ? 'SERVING' : 'NOT_SERVING') }, () => {})
+    }, HEALTH_INTERVAL_MS).unref()
+    fastify.log.info({ address, port: handle.port }, 'gRPC binding listening')
+  })
+
+  fastify.addHook('preClose', async () => {
+    closing = true
+    clearInterval(timer)
+    setHealth('NOT_SERVING')
+    const timeoutMs = config.server.shutdown_timeout * 1000
+    // No new calls from here on; calls in flight finish as their tasks do.
+    const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
+    await fastify.a2aTasks.drain(timeoutMs)
+    binding.endAll()
+    let late: NodeJS.Timeout | undefined
+    const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), timeoutMs) })
+    if (await Promise.race([shutdown.then(() => false), expired])) server.forceShutdown()
+    clearTimeout(late)
+  })
+
+  // Closed before it was ready (a failed start): nothing is drained, the server just goes.
+  fastify.addHook('onClose', async () => {
+    clearInterval(timer)
+    if (!closing) server.forceShutdown()
+  })
+}
+
+export default fp(grpcPlugin, { name: 'a2a-grpc', fastify: '5.x' })

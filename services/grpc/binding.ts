@@ -1,0 +1,294 @@
+import {
+  status as Status, type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
+  type UntypedServiceImplementation
+} from '@grpc/grpc-js'
+import type { AgentCard } from '../agent-card.js'
+import type { AuditedCaller, Caller } from '../../plugins/auth.js'
+import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
+import type { Principal } from '../auth/principal.js'
+import { majorMinor, versionRefusal } from '../a2a/version.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../errors.js'
+import { resolveMethod, toJsonRpcError } from '../json-rpc/dispatch.js'
+import type { MethodContext, MethodRegistry } from '../json-rpc/registry.js'
+import type { Logger } from '../logger.js'
+import { Undecodable, type ProtoCodec } from './codec.js'
+import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
+import { statusOf } from './status.js'
+import { V03_RPCS, agentCard03 } from './v03.js'
+
+// The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
+// REST routes are. Each RPC builds its method's params from the request (ProtoJSON, services/grpc/codec.ts), and the
+// method checks scopes, validates, calls the operation and encodes, exactly as over the other bindings. The caller
+// is authenticated from the call's metadata by the same authenticator (schemes, failure limits, request buckets,
+// audit); streams take the same slots and follow the same TaskEventStream.
+
+type Json = Record<string, unknown>
+
+/** What an RPC runs, with which params, and how its result is answered. */
+export interface RpcSpec {
+  /** The registry method it frames. */
+  readonly method: string
+  /** `rest03`: the method answers in the v0.3 proto form (the v0.3 service). */
+  readonly wire?: 'rest03'
+  /** The method's params from the request; default: the request as it is. */
+  readonly params?: (request: Json) => Json
+  /** The answer from the method's result; default: the result as it is. */
+  readonly encode?: (result: unknown) => unknown
+  /** Answers callers without credentials too, with the public card. */
+  readonly public?: boolean
+}
+
+/** The v1.0 RPCs run the v1.0 methods of the same names, whose params are the request messages' ProtoJSON. */
+const V1_RPCS: Readonly<Record<string, RpcSpec>> = {
+  SendMessage: { method: 'SendMessage' },
+  SendStreamingMessage: { method: 'SendStreamingMessage' },
+  GetTask: { method: 'GetTask' },
+  ListTasks: { method: 'ListTasks' },
+  CancelTask: { method: 'CancelTask' },
+  SubscribeToTask: { method: 'SubscribeToTask' },
+  CreateTaskPushNotificationConfig: { method: 'CreateTaskPushNotificationConfig' },
+  GetTaskPushNotificationConfig: { method: 'GetTaskPushNotificationConfig' },
+  ListTaskPushNotificationConfigs: { method: 'ListTaskPushNotificationConfigs' },
+  DeleteTaskPushNotificationConfig: { method: 'DeleteTaskPushNotificationConfig', encode: () => ({}) },
+  GetExtendedAgentCard: { method: 'GetExtendedAgentCard' }
+}
+
+export interface GrpcBindingOptions {
+  codec: ProtoCodec
+  registry: MethodRegistry
+  streams: StreamHub
+  /** The authenticator of the HTTP bindings (plugins/auth.ts `a2aIdentify`). */
+  identify: (caller: Caller) => Principal | Promise<Principal>
+  /** The header that carries an API key (`security.auth.api_key.header`), lower-cased. */
+  apiKeyHeader: string
+  /** Writes the audit line of an authenticated call (with security on), or of a scope denial (CONTRACT.md §9). */
+  audit: (caller: AuditedCaller, method: string, denied?: unknown) => void
+  log: Logger
+  /** The public card (v0.3 `GetAgentCard` without credentials). */
+  publicCard: () => AgentCard
+  /** Counts a call in the metrics, when they are on. */
+  observe?: (method: string, code: number, seconds: number) => void
+}
+
+/** A stream being written: its call, its source and the slots it holds. */
+interface OpenStream {
+  readonly call: ServerWritableStream<Json, unknown>
+  readonly source: EventSource
+  readonly release: () => void
+  /** Bytes handed to the call and not yet sent. */
+  queued: number
+}
+
+/** The version each service speaks (the service decides, CONTRACT.md §13). */
+const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
+
+export class GrpcBinding {
+  readonly #opts: GrpcBindingOptions
+  readonly #open = new Set<OpenStream>()
+  /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
+  #ending = false
+
+  constructor (opts: GrpcBindingOptions) {
+    this.#opts = opts
+  }
+
+  /** Open streams. */
+  get size (): number {
+    return this.#open.size
+  }
+
+  /** Both A2A services, each with its definition (ProtoJSON in and out) and its handlers. */
+  services (): Array<[ServiceDefinition, UntypedServiceImplementation]> {
+    return [this.#service(V1_SERVICE, V1_RPCS), this.#service(V03_SERVICE, V03_RPCS)]
+  }
+
+  /** Sends every open stream its task's current snapshot and ends it (shutdown); streams opened later end at once. */
+  endAll (): void {
+    this.#ending = true
+    for (const stream of [...this.#open]) this.#finish(stream)
+  }
+
+  #service (name: keyof typeof SERVICE_VERSIONS, rpcs: Readonly<Record<string, RpcSpec>>): [ServiceDefinition, UntypedServiceImplementation] {
+    const { codec } = this.#opts
+    const loaded = a2aProtos()[name] as unknown as ServiceDefinition
+    const definition: Record<string, unknown> = {}
+    const handlers: UntypedServiceImplementation = {}
+    const version = SERVICE_VERSIONS[name]
+    for (const [rpc, method] of Object.entries(loaded)) {
+      const { request, response } = codec.method(name, rpc)
+      definition[rpc] = {
+        ...method,
+        requestSerialize: (value: unknown) => codec.write(request, value),
+        requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
+        responseSerialize: (value: unknown) => codec.write(response, value),
+        responseDeserialize: (bytes: Buffer) => codec.read(response, bytes)
+      }
+      const spec = rpcs[rpc]
+      const label = `${name}/${rpc}`
+      handlers[rpc] = method.responseStream
+        ? (call: ServerWritableStream<Json, unknown>) => { this.#stream(call, spec, version, label) }
+        : (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>) => { this.#unary(call, callback, spec, version, label) }
+    }
+    return [definition as ServiceDefinition, handlers]
+  }
+
+  #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string): void {
+    const started = performance.now()
+    this.#run(call, spec, version, label).then(result => {
+      this.#observe(spec, 0, started)
+      callback(null, spec.encode === undefined ? result : spec.encode(result))
+    }, err => {
+      const error = toJsonRpcError(err, this.#opts.log, spec.method)
+      this.#observe(spec, error.code, started)
+      callback(statusOf(error, this.#opts.codec))
+    })
+  }
+
+  /** Authenticates the caller, builds the method's params, and runs it with the caller's scopes checked. */
+  async #run (call: ServerUnaryCall<Json, unknown> | ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string, claim?: StreamClaim): Promise<unknown> {
+    const request = call.request as Json | Undecodable
+    if (request instanceof Undecodable) throw invalidParams(request.reason)
+    const refusal = versionError(call.metadata, version)
+    if (refusal !== undefined) throw refusal
+    const headers = headersOf(call.metadata)
+    const caller: { headers: Record<string, string>, ip: string, a2aPrincipal: Principal | null } = { headers, ip: peerAddress(call.getPeer()), a2aPrincipal: null }
+    if (spec.public === true && headers.authorization === undefined && headers[this.#opts.apiKeyHeader] === undefined) {
+      return agentCard03(this.#opts.publicCard())
+    }
+    const principal = await this.#opts.identify(caller)
+    caller.a2aPrincipal = principal
+    const params = spec.params === undefined ? request : spec.params(request)
+    let resolved
+    try {
+      resolved = resolveMethod(this.#opts.registry, { id: null, method: spec.method, params }, principal)
+    } catch (err) {
+      if (err instanceof JsonRpcError && err.code === RpcCode.insufficientScope) this.#opts.audit(caller, label, err.data)
+      throw err
+    }
+    if (claim !== undefined) await claim.own(principal.id)
+    this.#opts.audit(caller, label)
+    return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, spec.wire))
+  }
+
+  #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string): void {
+    const started = performance.now()
+    let claim: StreamClaim
+    try {
+      claim = this.#opts.streams.claim()
+    } catch (err) {
+      this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
+      return
+    }
+    this.#run(call, spec, version, label, claim).then(source => {
+      this.#observe(spec, 0, started)
+      this.#attach(call, source as EventSource, claim.release)
+    }, err => {
+      claim.release()
+      this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
+    })
+  }
+
+  #fail (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, error: JsonRpcError, started: number): void {
+    this.#observe(spec, error.code, started)
+    call.emit('error', statusOf(error, this.#opts.codec))
+  }
+
+  /** Writes the source's events to the call until the task settles, the client goes, or the server shuts down. */
+  #attach (call: ServerWritableStream<Json, unknown>, source: EventSource, release: () => void): void {
+    // The client left (or its deadline passed) while the stream was being prepared: nothing is written.
+    if (call.cancelled) {
+      release()
+      source.close()
+      return
+    }
+    const stream: OpenStream = { call, source, release, queued: 0 }
+    this.#open.add(stream)
+    // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
+    call.once('cancelled', () => this.#drop(stream))
+    call.on('drain', () => source.drain())
+    source.attach({
+      write: json => this.#write(stream, json),
+      end: () => this.#end(stream),
+      queued: () => stream.queued,
+      abort: () => {
+        // The consumer let more than CONTRACT.md §7 allows pile up: its stream ends, the task goes on.
+        this.#drop(stream)
+        call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: 'the client is not reading its stream' })
+      }
+    })
+    if (this.#ending) this.#finish(stream)
+  }
+
+  #write (stream: OpenStream, json: string): boolean {
+    if (!this.#open.has(stream)) return false
+    const size = json.length
+    stream.queued += size
+    return stream.call.write(JSON.parse(json), () => { stream.queued -= size })
+  }
+
+  #finish (stream: OpenStream): void {
+    this.#write(stream, stream.source.snapshot())
+    this.#end(stream)
+  }
+
+  #end (stream: OpenStream): void {
+    if (!this.#open.has(stream)) return
+    this.#drop(stream)
+    stream.call.end()
+  }
+
+  #drop (stream: OpenStream): void {
+    if (!this.#open.delete(stream)) return
+    stream.release()
+    stream.source.close()
+  }
+
+  #observe (spec: RpcSpec, code: number, started: number): void {
+    this.#opts.observe?.(spec.method, code, (performance.now() - started) / 1000)
+  }
+}
+
+/** The call's metadata as the headers authentication reads: text values only, the first of each key. */
+function headersOf (metadata: Metadata): Record<string, string> {
+  const headers: Record<string, string> = {}
+  const map = metadata.getMap()
+  for (const key of Object.keys(map)) {
+    const value = map[key]
+    if (typeof value === 'string') headers[key] = value
+  }
+  return headers
+}
+
+/** The client's address from grpc-js's peer (`127.0.0.1:5000`, `[::1]:5000`, `ipv4:...`). */
+export function peerAddress (peer: string): string {
+  const bare = peer.replace(/^ipv[46]:/, '')
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(bare)
+  if (bracketed !== null) return bracketed[1]
+  const colon = bare.lastIndexOf(':')
+  return colon > 0 && bare.indexOf(':') === colon ? bare.slice(0, colon) : bare
+}
+
+/**
+ * CONTRACT.md §11.1 for gRPC: an `a2a-version` this server does not speak is refused (-32009), and so is one the
+ * service does not (the v1.0 service for `0.3`, the v0.3 service for `1.0`): the service decides the version.
+ */
+function versionError (metadata: Metadata, version: string): JsonRpcError | undefined {
+  const values = metadata.get('a2a-version')
+  if (values.length === 0) return undefined
+  const header = String(values[0])
+  const refusal = versionRefusal(header, undefined)
+  if (refusal !== undefined) return refusal
+  const named = majorMinor(header)
+  if (named === undefined || named === version) return undefined
+  const other = version === '1.0' ? V03_SERVICE : V1_SERVICE
+  return new JsonRpcError(RpcCode.versionNotSupported, 'Version not supported',
+    `this service serves A2A ${version}; A2A ${named} is served by ${other}`)
+}
+
+/**
+ * The method's context for a call. (A StreamResponse has no field for an event id, so gRPC streams are not resumed
+ * after an event: a client that lost one follows its task again with SubscribeToTask, the snapshot first.)
+ */
+function contextOf (principal: Principal, log: Logger, wire?: 'rest03'): MethodContext {
+  return wire === undefined ? { principal, log, id: null } : { principal, log, id: null, wire }
+}
