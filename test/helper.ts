@@ -52,14 +52,17 @@ export async function listen (t: Teardown, opts: A2AOptions = {}): Promise<{ app
 
 /**
  * `listen` with the gRPC binding on (CONTRACT.md §13) on a free port, which the card advertises as `host:port` (what
- * grpc-js clients connect to). `target` is that address.
+ * grpc-js clients connect to). `target` is that address. With `logs`, the app logs there at info.
  */
-export async function listenGrpc (t: Teardown, opts: A2AOptions = {}): Promise<{ app: FastifyInstance, url: string, target: string }> {
+export async function listenGrpc (t: Teardown, opts: A2AOptions = {}, logs?: NodeJS.WritableStream): Promise<{ app: FastifyInstance, url: string, target: string }> {
   const port = await freePort()
   const target = `127.0.0.1:${port}`
   const config = opts.config ?? {}
   const grpc = { enabled: true, port, advertised_url: target, ...config.protocol?.grpc }
-  const { app, url } = await listen(t, { ...opts, config: { ...config, protocol: { ...config.protocol, grpc } } })
+  const app = Fastify({ logger: logs === undefined ? false : { level: 'info', stream: logs } })
+  await app.register(a2a, { ...opts, config: { ...config, protocol: { ...config.protocol, grpc } } })
+  t.teardown(() => app.close())
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url, target }
 }
 

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
-import { V03_RPCS, agentCard03 } from './v03.js'
+import { V03_RPCS } from './v03.js'
 
 // The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
 // REST routes are. Each RPC builds its method's params from the request (ProtoJSON, services/grpc/codec.ts), and the
@@ -153,7 +153,7 @@ export class GrpcBinding {
     const headers = headersOf(call.metadata)
     const caller: { headers: Record<string, string>, ip: string, a2aPrincipal: Principal | null } = { headers, ip: peerAddress(call.getPeer()), a2aPrincipal: null }
     if (spec.public === true && headers.authorization === undefined && headers[this.#opts.apiKeyHeader] === undefined) {
-      return agentCard03(this.#opts.publicCard())
+      return this.#opts.publicCard()
     }
     const principal = await this.#opts.identify(caller)
     caller.a2aPrincipal = principal

@@ -1,6 +1,12 @@
+import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk-v1/client'
+import { GrpcTransportFactory } from '@a2a-js/sdk-v1/client/grpc'
+import {
+  CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
+  TaskState, type AgentCard, type Task
+} from '@a2a-js/sdk-v1'
 import t from 'tap'
-import { listenGrpc } from '../helper.js'
-import { driveEverything, executor, readState, v1Client } from './sdk-v1.js'
+import { listenGrpc, until } from '../helper.js'
+import { collect, driveEverything, executor, readState, sendRequest, textOf, v1Client, withHeaders } from './sdk-v1.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x) over its gRPC transport (CONTRACT.md §13): it reads the card, picks the
 // GRPC interface, connects to its `host:port`, and drives every v1.0 operation as it does over the other bindings.
@@ -10,4 +16,57 @@ t.test('@a2a-js/sdk 1.x over its gRPC transport drives every v1.0 operation', as
   const client = await v1Client(url, {}, 'GRPC')
   t.match((client.transport as object).constructor.name, /^GrpcTransport/, 'the gRPC transport, from the card\'s GRPC 1.0 entry')
   await driveEverything(t, client, { state: readState(client) })
+})
+
+/** The 1.x client over its v0.3 gRPC transport (`legacyCompat`): the card's GRPC 0.3 entry only, so it is the one picked. */
+async function legacyClient (url: string, headers: Record<string, string> = {}): Promise<Client> {
+  const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json() as AgentCard
+  const grpc03 = card.supportedInterfaces.filter(i => i.protocolBinding === 'GRPC' && i.protocolVersion === '0.3')
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    clientConfig: { interceptors: [withHeaders(headers)] },
+    transports: [new GrpcTransportFactory({ legacyCompat: { enabled: true } })]
+  }))
+  return factory.createFromAgentCard({ ...card, supportedInterfaces: grpc03 })
+}
+
+t.test('@a2a-js/sdk 1.x over its v0.3 gRPC transport (legacyCompat) drives every v0.3 operation of a2a.v1.A2AService', async t => {
+  const { app, url } = await listenGrpc(t, { executor })
+  const client = await legacyClient(url)
+  t.match((client.transport as object).constructor.name, /LegacyGrpcTransport/)
+  t.equal(client.protocolVersion, '0.3')
+
+  const sent = await client.sendMessage(sendRequest('hi')) as Task
+  t.equal(sent.status?.state, TaskState.TASK_STATE_COMPLETED)
+  t.equal(textOf(sent), 'echo: hi')
+  t.ok(sent.status?.timestamp, 'the status timestamp travels as a Timestamp')
+
+  const events = await collect(client.sendMessageStream(sendRequest('stream')))
+  t.same(events.map(e => e.payload?.$case), ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate'])
+  const streamed = events[0].payload?.$case === 'task' ? events[0].payload.value.id : ''
+  t.equal((await client.getTask(GetTaskRequest.fromJSON({ id: streamed }))).status?.state, TaskState.TASK_STATE_COMPLETED)
+
+  // Subscribe (TaskSubscription) to a waiting task, then cancel it.
+  const waiting = await client.sendMessage(sendRequest('wait', {}, { returnImmediately: true })) as Task
+  await until(async () => (await app.a2aTasks.store.get(waiting.id))?.task.status.state === 'in_progress')
+  const subscription = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))
+  t.equal((await subscription.next()).value?.payload?.$case, 'task', 'the subscription is live')
+  const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }))
+  t.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED)
+  const rest = await collect(subscription)
+  const end = rest[rest.length - 1].payload
+  t.equal(end?.$case === 'statusUpdate' ? end.value.status?.state : undefined, TaskState.TASK_STATE_CANCELED)
+  await t.rejects(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id })), { name: 'TaskNotCancelableError', status: 9 })
+  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), { name: 'TaskNotFoundError', status: 5 })
+
+  // The push config operations, named as the v0.3 proto names them.
+  const created = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({
+    taskId: sent.id, id: 'mine', url: 'https://hooks.example.com/a', token: 'tok'
+  }))
+  t.equal(created.id, 'mine')
+  t.equal(created.taskId, sent.id)
+  const one = await client.getTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
+  t.equal(one.url, 'https://hooks.example.com/a')
+  t.same((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))).configs.map(c => c.id), ['mine'])
+  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
+  t.same((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))).configs, [])
 })
