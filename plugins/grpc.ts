@@ -6,6 +6,7 @@ import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
+import { readiness, type ReadinessChecks } from '../services/readiness.js'
 import { auditCall } from './auth.js'
 
 /** The gRPC binding as the plugin's instance shows it (`app.a2aGrpc`): filled in as the server is made and bound. */
@@ -21,7 +22,7 @@ export interface GrpcPluginOptions {
   /** The plugin prefix, for the public card (v0.3 `GetAgentCard`). */
   cardPrefix: string
   /** What `/ready` asks: the health service says SERVING while every check passes. */
-  checks: Record<string, () => Promise<void>>
+  checks: ReadinessChecks
   /** Where the server, its binding and its port are shown (`app.a2aGrpc`). */
   handle: GrpcHandle
 }
@@ -68,15 +69,12 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   handle.server = server
   handle.binding = binding
   let timer: NodeJS.Timeout | undefined
-  let closing = false
+  /** The readiness check in flight, if any: the drain waits for it, so that it cannot say SERVING again. */
+  let checking: Promise<void> | undefined
 
-  async function ready (): Promise<boolean> {
-    try {
-      await Promise.all(Object.values(opts.checks).map(check => check()))
-      return true
-    } catch {
-      return false
-    }
+  /** SERVING while every readiness check passes (what `/ready` answers 200 for). */
+  async function serving (): Promise<ServingStatus> {
+    return (await readiness(opts.checks)).ok ? 'SERVING' : 'NOT_SERVING'
   }
 
   fastify.addHook('onReady', async () => {
@@ -85,19 +83,17 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     handle.port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => err === null ? resolve(port) : reject(err))
     })
-    setHealth((await ready()) ? 'SERVING' : 'NOT_SERVING')
-    timer = setInterval(() => {
-      ready().then(ok => { if (!closing) setHealth(ok ? 'SERVING' : 'NOT_SERVING') }, () => {})
-    }, HEALTH_INTERVAL_MS).unref()
+    setHealth(await serving())
+    timer = setInterval(() => { checking = serving().then(setHealth) }, HEALTH_INTERVAL_MS).unref()
     fastify.log.info({ address, port: handle.port }, 'gRPC binding listening')
   })
 
   fastify.addHook('preClose', async () => {
-    closing = true
     clearInterval(timer)
+    await checking
     setHealth('NOT_SERVING')
     const timeoutMs = config.server.shutdown_timeout * 1000
-    // No new calls from here on; calls in flight finish as their tasks do.
+    // No new calls from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
     const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
     await fastify.a2aTasks.drain(timeoutMs)
     binding.endAll()
@@ -105,12 +101,6 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), timeoutMs) })
     if (await Promise.race([shutdown.then(() => false), expired])) server.forceShutdown()
     clearTimeout(late)
-  })
-
-  // Closed before it was ready (a failed start): nothing is drained, the server just goes.
-  fastify.addHook('onClose', async () => {
-    clearInterval(timer)
-    if (!closing) server.forceShutdown()
   })
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard, cardBindingsOf, cardInterfaces, type CardBindings } from '../services/agent-card.js'
+import { readiness, type ReadinessChecks } from '../services/readiness.js'
 
 export interface WellKnownRoutesOptions {
   config: A2AConfig
@@ -10,7 +11,7 @@ export interface WellKnownRoutesOptions {
   /** The bindings the card lists besides JSON-RPC, and their tenant (CONTRACT.md §11.5); none by default. */
   cardBindings?: CardBindings
   /** Readiness checks by name: each throws when its backend does not answer. */
-  checks: Record<string, () => Promise<void>>
+  checks: ReadinessChecks
 }
 
 /** CONTRACT.md §11.5: the card may be cached for five minutes. */
@@ -25,7 +26,6 @@ function etag (body: string): string {
 }
 
 /** How long one readiness check may take before the backend counts as down. */
-const READY_TIMEOUT_MS = 2_000
 
 const HealthSchema = {
   type: 'object',
@@ -55,18 +55,7 @@ const wellKnownRoutes: FastifyPluginAsync<WellKnownRoutesOptions> = async (fasti
   })
 
   fastify.get('/ready', { schema: { response: { 200: ReadySchema, 503: ReadySchema } } }, async function (_request, reply) {
-    const checks: Record<string, string> = {}
-    let ok = true
-    await Promise.all(Object.entries(opts.checks).map(async ([name, check]) => {
-      try {
-        await withTimeout(check(), READY_TIMEOUT_MS)
-        checks[name] = 'ok'
-      } catch (err) {
-        ok = false
-        checks[name] = 'unavailable'
-        reply.log.warn({ err, check: name }, 'readiness check failed')
-      }
-    }))
+    const { ok, checks } = await readiness(opts.checks, (name, err) => reply.log.warn({ err, check: name }, 'readiness check failed'))
     if (!ok) reply.code(503)
     return { status: ok ? 'ready' : 'unavailable', checks }
   })
@@ -112,16 +101,6 @@ export function cardResponder (config: A2AConfig, cardPrefix: string, bindings: 
     reply.type('application/json; charset=utf-8')
     return reply.send(body)
   }
-}
-
-function withTimeout (promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    promise,
-    new Promise<void>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    })
-  ]).finally(() => clearTimeout(timer))
 }
 
 export default wellKnownRoutes

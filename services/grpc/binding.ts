@@ -77,7 +77,15 @@ interface OpenStream {
   readonly release: () => void
   /** Bytes handed to the call and not yet sent. */
   queued: number
+  /** The source was told to wait (more than HIGH_WATER queued): it is told when the client has taken enough. */
+  blocked: boolean
 }
+
+/**
+ * Bytes a stream may have handed to grpc-js and not yet sent before its source holds (and coalesces) events; past
+ * CONTRACT.md §7's 1 MiB held and queued, the client is cut off. (grpc-js counts messages, not bytes.)
+ */
+const HIGH_WATER = 64 * 1024
 
 /** The version each service speaks (the service decides, CONTRACT.md §13). */
 const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
@@ -201,11 +209,10 @@ export class GrpcBinding {
       source.close()
       return
     }
-    const stream: OpenStream = { call, source, release, queued: 0 }
+    const stream: OpenStream = { call, source, release, queued: 0, blocked: false }
     this.#open.add(stream)
     // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
     call.once('cancelled', () => this.#drop(stream))
-    call.on('drain', () => source.drain())
     source.attach({
       write: json => this.#write(stream, json),
       end: () => this.#end(stream),
@@ -220,10 +227,20 @@ export class GrpcBinding {
   }
 
   #write (stream: OpenStream, json: string): boolean {
-    if (!this.#open.has(stream)) return false
     const size = json.length
     stream.queued += size
-    return stream.call.write(JSON.parse(json), () => { stream.queued -= size })
+    stream.call.write(JSON.parse(json), () => this.#sent(stream, size))
+    stream.blocked = stream.queued > HIGH_WATER
+    return !stream.blocked
+  }
+
+  /** grpc-js has sent a message: once enough has gone, a waiting source writes what it held meanwhile. */
+  #sent (stream: OpenStream, size: number): void {
+    stream.queued -= size
+    if (stream.blocked && stream.queued <= HIGH_WATER && this.#open.has(stream)) {
+      stream.blocked = false
+      stream.source.drain()
+    }
   }
 
   #finish (stream: OpenStream): void {
@@ -232,7 +249,6 @@ export class GrpcBinding {
   }
 
   #end (stream: OpenStream): void {
-    if (!this.#open.has(stream)) return
     this.#drop(stream)
     stream.call.end()
   }

@@ -15,7 +15,6 @@ const TIMESTAMP = '.google.protobuf.Timestamp'
 const STRUCT = '.google.protobuf.Struct'
 const VALUE = '.google.protobuf.Value'
 const LIST_VALUE = '.google.protobuf.ListValue'
-const EMPTY = '.google.protobuf.Empty'
 
 /** What a field holds, as far as the mapping goes. */
 type Kind = 'scalar' | 'int64' | 'bytes' | 'float' | 'enum' | 'timestamp' | 'struct' | 'value' | 'list' | 'message'
@@ -32,6 +31,8 @@ interface FieldPlan {
   readonly type?: protobuf.Type
   /** The enum of an `enum` field. */
   readonly values?: Readonly<Record<number, string>>
+  /** A scalar without presence (not in a oneof, not `optional`): its default value is not written (ProtoJSON). */
+  readonly implicit: boolean
 }
 
 interface TypePlan {
@@ -85,17 +86,18 @@ export class ProtoCodec {
 
   /** A decoded message as ProtoJSON: only the fields it carries, each in its JSON form. */
   toJson (type: protobuf.Type, message: protobuf.Message | ProtoObject): Json {
-    if (type.fullName === EMPTY) return {}
     const out: Json = {}
     const source = message as unknown as ProtoObject
     for (const field of this.#plan(type).fields) {
-      // proto3 defaults live on the prototype: a field the message carries is its own.
+      // proto3 defaults live on the prototype: a field the message carries is its own. Lists and maps are always
+      // own (the constructor makes them), and written only when they have entries.
       if (!Object.hasOwn(source, field.name)) continue
       const value = source[field.name]
-      if (value === null || value === undefined) continue
       if (field.map) {
+        const keys = Object.keys(value as ProtoObject)
+        if (keys.length === 0) continue
         const entries: Json = {}
-        for (const key of Object.keys(value as ProtoObject)) entries[key] = this.#valueToJson(field, (value as ProtoObject)[key])
+        for (const key of keys) entries[key] = this.#valueToJson(field, (value as ProtoObject)[key])
         out[field.key] = entries
       } else if (field.repeated) {
         const items = value as unknown[]
@@ -103,7 +105,7 @@ export class ProtoCodec {
         const list = new Array(items.length)
         for (let i = 0; i < items.length; i++) list[i] = this.#valueToJson(field, items[i])
         out[field.key] = list
-      } else {
+      } else if (!(field.implicit && isDefault(value, field.kind))) {
         out[field.key] = this.#valueToJson(field, value)
       }
     }
@@ -123,8 +125,8 @@ export class ProtoCodec {
         const entries: ProtoObject = {}
         for (const key of Object.keys(value as Json)) entries[key] = this.#valueFromJson(field, (value as Json)[key])
         out[field.name] = entries
-      } else if (field.repeated && Array.isArray(value)) {
-        out[field.name] = value.map(item => this.#valueFromJson(field, item))
+      } else if (field.repeated) {
+        out[field.name] = (value as unknown[]).map(item => this.#valueFromJson(field, item))
       } else {
         out[field.name] = this.#valueFromJson(field, value)
       }
@@ -138,7 +140,7 @@ export class ProtoCodec {
       case 'int64': return String(value)
       case 'bytes': return Buffer.from(value as Uint8Array).toString('base64')
       case 'float': return Number.isFinite(value) ? value : String(value)
-      case 'enum': return field.values?.[value as number] ?? value
+      case 'enum': return (field.values as Readonly<Record<number, string>>)[value as number] ?? value
       case 'timestamp': return timestampToJson(value as ProtoObject)
       case 'struct': return structToJson(value as ProtoObject)
       case 'value': return valueToJson(value as ProtoObject)
@@ -149,11 +151,12 @@ export class ProtoCodec {
 
   #valueFromJson (field: FieldPlan, value: unknown): unknown {
     switch (field.kind) {
-      case 'timestamp': return timestampFromJson(value)
-      case 'struct': return structFromJson(value)
+      case 'timestamp': return timestampFromJson(value as string)
+      case 'struct': return structFromJson(value as Json)
       case 'value': return valueFromJson(value)
-      case 'list': return listFromJson(value)
-      case 'message': return typeof value === 'object' ? this.fromJson(field.type as protobuf.Type, value as Json) : value
+      case 'list': return listFromJson(value as unknown[])
+      case 'message': return this.fromJson(field.type as protobuf.Type, value as Json)
+      // A scalar under a json_name of its own.
       default: return value
     }
   }
@@ -170,7 +173,8 @@ export class ProtoCodec {
       field.resolve()
       const jsonName = (field.options as { json_name?: string } | undefined)?.json_name
       const described = describe(field)
-      const entry: FieldPlan = { name: field.name, key: jsonName ?? field.name, repeated: field.repeated, map: field.map, ...described }
+      const implicit = field.partOf === null && !(field.resolvedType instanceof protobuf.Type)
+      const entry: FieldPlan = { name: field.name, key: jsonName ?? field.name, repeated: field.repeated, map: field.map, implicit, ...described }
       fields.push(entry)
       if (entry.key !== entry.name || this.#needsMapping(entry)) mapped.push(entry)
     }
@@ -208,38 +212,41 @@ function describe (field: protobuf.Field): Pick<FieldPlan, 'kind' | 'type' | 'va
   return { kind: 'scalar' }
 }
 
+/** A scalar's default: empty text or bytes, zero (enums' first value too, and a 64-bit zero), false. */
+function isDefault (value: unknown, kind: Kind): boolean {
+  if (kind === 'bytes') return (value as Uint8Array).length === 0
+  if (kind === 'int64') return String(value) === '0'
+  return value === '' || value === 0 || value === false
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The well-known types.
 
 /** RFC 3339 in UTC, with 3 fractional digits, or 9 when the nanoseconds need them. */
 function timestampToJson (value: ProtoObject): string {
-  const seconds = Number(value.seconds ?? 0)
-  const nanos = Number(value.nanos ?? 0)
+  const seconds = Number(value.seconds)
+  const nanos = Number(value.nanos)
   const iso = new Date(seconds * 1000 + Math.floor(nanos / 1e6)).toISOString()
   if (nanos % 1e6 === 0) return iso
   return `${iso.slice(0, 19)}.${String(nanos).padStart(9, '0')}Z`
 }
 
-/** An RFC 3339 string as seconds and nanoseconds; anything else is left for `fromObject` to refuse or ignore. */
-function timestampFromJson (value: unknown): unknown {
-  if (typeof value !== 'string') return value
+/** An RFC 3339 string (the answers' own: they are never anything else) as seconds and nanoseconds. */
+function timestampFromJson (value: string): ProtoObject {
   const ms = Date.parse(value)
-  if (Number.isNaN(ms)) return value
-  const fraction = /\.(\d+)/.exec(value)?.[1] ?? ''
-  const nanos = fraction === '' ? 0 : Number(fraction.slice(0, 9).padEnd(9, '0'))
+  const nanos = Number((/\.(\d+)/.exec(value)?.[1] ?? '').slice(0, 9).padEnd(9, '0'))
   return { seconds: String(Math.floor(ms / 1000)), nanos }
 }
 
 function structToJson (value: ProtoObject): Json {
   const out: Json = {}
-  const fields = (value.fields ?? {}) as ProtoObject
+  const fields = value.fields as ProtoObject
   for (const key of Object.keys(fields)) out[key] = valueToJson(fields[key] as ProtoObject)
   return out
 }
 
 function listToJson (value: ProtoObject): unknown[] {
-  const values = (value.values ?? []) as ProtoObject[]
-  return values.map(valueToJson)
+  return (value.values as ProtoObject[]).map(valueToJson)
 }
 
 function valueToJson (value: ProtoObject): unknown {
@@ -249,31 +256,28 @@ function valueToJson (value: ProtoObject): unknown {
   if (Object.hasOwn(value, 'boolValue')) return value.boolValue
   if (Object.hasOwn(value, 'structValue')) return structToJson(value.structValue as ProtoObject)
   if (Object.hasOwn(value, 'listValue')) return listToJson(value.listValue as ProtoObject)
+  // A Value with no kind set.
   return null
 }
 
-function structFromJson (value: unknown): ProtoObject {
+/** An object's JSON as a Struct: a key whose value is undefined is left out, as JSON leaves it. */
+function structFromJson (value: Json): ProtoObject {
   const fields: ProtoObject = {}
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    for (const key of Object.keys(value)) {
-      const item = (value as Json)[key]
-      if (item !== undefined) fields[key] = valueFromJson(item)
-    }
+  for (const key of Object.keys(value)) {
+    const item = value[key]
+    if (item !== undefined) fields[key] = valueFromJson(item)
   }
   return { fields }
 }
 
-function listFromJson (value: unknown): ProtoObject {
-  return { values: Array.isArray(value) ? value.map(valueFromJson) : [] }
+function listFromJson (value: unknown[]): ProtoObject {
+  return { values: value.map(valueFromJson) }
 }
 
 function valueFromJson (value: unknown): ProtoObject {
-  if (value === null || value === undefined) return { nullValue: 0 }
-  switch (typeof value) {
-    case 'number': return { numberValue: value }
-    case 'string': return { stringValue: value }
-    case 'boolean': return { boolValue: value }
-    case 'object': return Array.isArray(value) ? { listValue: listFromJson(value) } : { structValue: structFromJson(value) }
-    default: return { stringValue: String(value) }
-  }
+  if (value == null) return { nullValue: 0 }
+  if (typeof value === 'object') return Array.isArray(value) ? { listValue: listFromJson(value) } : { structValue: structFromJson(value as Json) }
+  if (typeof value === 'number') return { numberValue: value }
+  if (typeof value === 'boolean') return { boolValue: value }
+  return { stringValue: String(value) }
 }

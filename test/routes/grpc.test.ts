@@ -1,5 +1,6 @@
 import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
+import type { AgentExecutor } from '../../index.js'
 import { listenGrpc, logCapture, receiver, until, waitOrEchoInTwo } from '../helper.js'
 import { grpcClients, metadataOf, rawUnary, statusDetails, streamAll, unary } from './grpc-client.js'
 import { freePort } from '../../scripts/redis-server.js'
@@ -29,6 +30,16 @@ t.test('errors are google.rpc.Status with ErrorInfo (and BadRequest for bad para
   t.match(statusDetails(badName.error as any).details[1], { fieldViolations: [{ field: 'name', description: /tasks\/\{id\}/ }] })
   const v03Missing = await unary(v03, 'GetTask', { name: 'tasks/nope' })
   t.equal(v03Missing.error?.code, Status.NOT_FOUND)
+  const noName = await unary(v03, 'GetTask', {})
+  t.match(statusDetails(noName.error as any).details[1], { fieldViolations: [{ field: 'name' }] })
+  t.equal((await unary(v03, 'DeleteTaskPushNotificationConfig', {})).error?.code, Status.INVALID_ARGUMENT, 'no name')
+  const badConfig = await unary(v03, 'GetTaskPushNotificationConfig', { name: 'tasks/x/configs/y' })
+  t.match(statusDetails(badConfig.error as any).details[1], { fieldViolations: [{ field: 'name', description: /pushNotificationConfigs/ }] })
+  // historyLength: 0 is the proto's unset (all of it); N the last N.
+  const sent = await unary(v03, 'SendMessage', { request: { messageId: 'h1', role: 'ROLE_USER', content: [{ text: 'hist' }] } })
+  const name = `tasks/${sent.value.task.id}`
+  t.same((await unary(v03, 'GetTask', { name, historyLength: 0 })).value?.history.map((m: any) => m.messageId), ['h1'])
+  t.same((await unary(v03, 'GetTask', { name, historyLength: 1 })).value?.history.map((m: any) => m.messageId), ['h1'])
 })
 
 t.test('a2a-version metadata: an unknown version and the other service\'s version are refused; the right one passes', async t => {
@@ -191,6 +202,8 @@ t.test('a client that goes away ends only its stream: the task goes on and the s
   call.on('error', () => {})
   const first: any = await new Promise(resolve => call.once('data', resolve))
   const id = first.task.id
+  const refused = await streamAll(v1, 'SubscribeToTask', { id })
+  t.equal(refused.error?.code, Status.RESOURCE_EXHAUSTED, 'server.max_streams: 1 is taken')
   call.cancel()
   await until(() => app.a2aGrpc?.binding?.size === 0)
   t.equal((await app.a2aTasks.store.get(id))?.task.status.state, 'in_progress', 'the task goes on')
@@ -217,4 +230,45 @@ t.test('shutdown drains: open streams get their task as it ended, then the serve
   t.equal((last.task ?? last.statusUpdate)?.status?.state, 'TASK_STATE_FAILED', 'the drain failed the task, and the stream says so')
   const after = await unary(v1, 'GetTask', { id: messages[0].task.id })
   t.equal(after.error?.code, Status.UNAVAILABLE)
+})
+
+t.test('a client that stops reading is cut off past 1 MiB waiting for it (RESOURCE_EXHAUSTED); the task completes', async t => {
+  const chunk = 'x'.repeat(64 * 1024)
+  const big: AgentExecutor = async function * () {
+    for (let i = 0; i < 200; i++) yield { kind: 'artifact', parts: [{ kind: 'text', text: chunk }] }
+  }
+  const { app, target } = await listenGrpc(t, { executor: big })
+  const { v1 } = grpcClients(t, target)
+  const call = v1.SendStreamingMessage({ message: user('big') })
+  const got: unknown[] = []
+  const ended = new Promise<any>(resolve => { call.on('error', resolve); call.on('end', () => resolve(undefined)) })
+  call.on('data', (message: unknown) => { got.push(message); if (got.length === 1) call.pause() })
+  await until(async () => (await app.a2aTasks.store.list({ pageSize: 1 })).tasks[0]?.task.status.state === 'completed', 1000)
+  await until(() => app.a2aGrpc?.binding?.size === 0, 1000)
+  t.pass('the server let the stream go')
+  call.resume()
+  const error = await ended
+  t.equal(error?.code, Status.RESOURCE_EXHAUSTED)
+  t.match(error?.details, /not reading/)
+  t.ok(got.length < 200, `${got.length} messages of the 200 artifacts' reached it`)
+  const [task] = (await app.a2aTasks.store.list({ pageSize: 1 })).tasks
+  t.equal(task.task.artifacts.length, 200)
+})
+
+t.test('a client that reads slowly gets every event: the stream waits for it, then goes on', async t => {
+  const chunk = 'y'.repeat(64 * 1024)
+  const some: AgentExecutor = async function * () {
+    for (let i = 0; i < 8; i++) yield { kind: 'artifact', parts: [{ kind: 'text', text: chunk }] }
+  }
+  const { app, target } = await listenGrpc(t, { executor: some })
+  const { v1 } = grpcClients(t, target)
+  const call = v1.SendStreamingMessage({ message: user('some') })
+  const got: any[] = []
+  const ended = new Promise<any>(resolve => { call.on('error', resolve); call.on('end', () => resolve(undefined)) })
+  call.on('data', (message: unknown) => { got.push(message); if (got.length === 1) call.pause() })
+  await until(async () => (await app.a2aTasks.store.list({ pageSize: 1 })).tasks[0]?.task.status.state === 'completed', 1000)
+  call.resume()
+  t.equal(await ended, undefined, 'ended with OK')
+  t.equal(got.filter(m => m.artifactUpdate !== undefined).length, 8, 'every artifact')
+  t.equal(got[got.length - 1].statusUpdate?.status?.state, 'TASK_STATE_COMPLETED')
 })

@@ -1,0 +1,135 @@
+import { createServer } from 'node:net'
+import { status as Status } from '@grpc/grpc-js'
+import t, { type Test } from 'tap'
+import { listenGrpc, privateRedis, until, waitOrEchoInTwo } from '../helper.js'
+import { stubIdp } from '../services/auth/idp.js'
+import { peerAddress } from '../../services/grpc/binding.js'
+import { freePort } from '../../scripts/redis-server.js'
+import { grpcClients, metadataOf, streamAll, unary } from './grpc-client.js'
+
+// The gRPC server's life (CONTRACT.md §13): calls whose caller leaves, or that are still being prepared when the
+// server shuts down, hold nothing; a shutdown that runs out of time cuts the last calls off; a port that is taken
+// stops the start; health follows readiness; the metrics count gRPC calls. A slow identity provider (a real RFC
+// 7662 stub, answering after 2 s) holds a call in its preparation.
+
+const executor = waitOrEchoInTwo
+const user = (text: string) => ({ messageId: `l-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] })
+const bearer = { authorization: 'Bearer tok-lifecycle' }
+
+async function withSlowIdp (t: Test, server: Record<string, unknown> = {}) {
+  const idp = await stubIdp(t)
+  idp.tokens.set('tok-lifecycle', { active: true, sub: 'lena', scope: 'api:read' })
+  idp.mode('slow')
+  const oauth2 = { introspection_endpoint: idp.endpoint, client_id: 'a2a-server', client_secret: 'idp-client-secret', required_scopes: ['api:read'], timeout: 5 }
+  const served = await listenGrpc(t, { executor, config: { server, security: { enabled: true, auth: { oauth2 } } } })
+  return { ...served, idp, clients: grpcClients(t, served.target) }
+}
+
+t.test('a stream whose caller leaves while it is prepared holds no slot: the task goes on', async t => {
+  const { app, idp, clients: { v1 } } = await withSlowIdp(t, { max_streams: 1 })
+  const call = v1.SendStreamingMessage({ message: user('wait') }, metadataOf(bearer))
+  call.on('error', () => {})
+  await until(() => idp.calls() === 1)
+  call.cancel()
+  // The identity provider answers; the task is made; the stream finds its caller gone.
+  await until(async () => (await app.a2aTasks.store.list({ pageSize: 1 })).tasks.length === 1, 1000)
+  await until(() => app.a2aGrpc?.binding?.size === 0)
+  const [task] = (await app.a2aTasks.store.list({ pageSize: 1 })).tasks
+  t.equal(task.task.status.state, 'in_progress', 'the task goes on')
+  idp.mode('ok')
+  const again = streamAll(v1, 'SubscribeToTask', { id: task.task.id }, bearer)
+  await until(() => app.a2aGrpc?.binding?.size === 1)
+  t.pass('the one stream slot was given back')
+  await unary(v1, 'CancelTask', { id: task.task.id }, bearer)
+  t.equal((await again).error, undefined)
+})
+
+t.test('a stream prepared while the server shuts down gets its task as it stands, and ends', async t => {
+  const { app, idp, clients: { v1 } } = await withSlowIdp(t, { shutdown_timeout: 10 })
+  const stream = streamAll(v1, 'SendStreamingMessage', { message: user('late') }, bearer)
+  await until(() => idp.calls() === 1)
+  await app.close()
+  const { messages, error } = await stream
+  t.equal(error, undefined, 'ended with OK')
+  t.ok(messages[0].task.id, 'the task first')
+  t.equal(messages[messages.length - 1].task?.id, messages[0].task.id, 'the snapshot last')
+})
+
+t.test('a call still running when server.shutdown_timeout has passed is cut off', async t => {
+  const { app, idp, clients: { v1 } } = await withSlowIdp(t, { shutdown_timeout: 1 })
+  const pending = unary(v1, 'GetTask', { id: 'x' }, bearer)
+  await until(() => idp.calls() === 1)
+  await app.close()
+  const { error } = await pending
+  t.ok(error !== undefined && [Status.UNAVAILABLE, Status.CANCELLED, Status.INTERNAL].includes(error.code), `cut off: ${error?.code} ${error?.details}`)
+})
+
+t.test('a taken gRPC port stops the start, saying so', async t => {
+  const port = await freePort()
+  const blocker = createServer().listen(port, '127.0.0.1')
+  await new Promise(resolve => blocker.once('listening', resolve))
+  t.teardown(() => blocker.close())
+  await t.rejects(listenGrpc(t, { executor, config: { protocol: { grpc: { port } } } }), /No address added out of total 1 resolved|EADDRINUSE/)
+})
+
+t.test('on an IPv6 host: the server binds it, and callers are known by their address', async t => {
+  const port = await freePort()
+  await listenGrpc(t, { executor, config: { server: { host: '::1' }, protocol: { grpc: { port, advertised_url: `[::1]:${port}` } } } })
+  const { health } = grpcClients(t, `[::1]:${port}`)
+  t.same((await unary(health, 'Check', { service: '' })).value, { status: 'SERVING' })
+  t.equal(peerAddress('ipv6:[::1]:5000'), '::1')
+  t.equal(peerAddress('[::1]:5000'), '::1')
+  t.equal(peerAddress('ipv4:127.0.0.1:5000'), '127.0.0.1')
+  t.equal(peerAddress('127.0.0.1:5000'), '127.0.0.1')
+  t.equal(peerAddress('::1'), '::1', 'a bare IPv6 address')
+})
+
+t.test('health follows readiness: NOT_SERVING while Redis does not answer, SERVING once it does', async t => {
+  const redis = await privateRedis(t)
+  const { target } = await listenGrpc(t, {
+    executor,
+    config: { services: { cache: { type: 'cache', url: redis.url } }, tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' } }
+  })
+  const { health } = grpcClients(t, target)
+  const check = async () => (await unary(health, 'Check', { service: 'lf.a2a.v1.A2AService' })).value?.status
+  t.equal(await check(), 'SERVING')
+  redis.stop()
+  // Asked every 5 s, each check within 2 s.
+  await until(async () => await check() === 'NOT_SERVING', 1500)
+  t.pass('NOT_SERVING')
+  redis.resume()
+  await until(async () => await check() === 'SERVING', 1500)
+  t.pass('SERVING again')
+})
+
+t.test('the metrics count gRPC calls under their methods, as over the other bindings', async t => {
+  const { url, target } = await listenGrpc(t, { executor, config: { metrics: { enabled: true } } })
+  const { v1 } = grpcClients(t, target)
+  await unary(v1, 'SendMessage', { message: user('counted') })
+  await unary(v1, 'GetTask', { id: 'nope' })
+  await streamAll(v1, 'SendStreamingMessage', { message: user('streamed') })
+  const text = await (await fetch(`${url}/metrics`)).text()
+  t.match(text, /a2a_rpc_requests_total\{method="SendMessage",code="0"\} 1/)
+  t.match(text, /a2a_rpc_requests_total\{method="GetTask",code="-32001"\} 1/)
+  t.match(text, /a2a_rpc_requests_total\{method="SendStreamingMessage",code="0"\} 1/)
+})
+
+t.test('shutdown ends a stream of a task running on another instance with its snapshot; the task goes on there', async t => {
+  const redis = await privateRedis(t)
+  const config = { services: { cache: { type: 'cache', url: redis.url } }, tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' } } as const
+  const a = await listenGrpc(t, { executor, config })
+  const b = await listenGrpc(t, { executor, config })
+  const { v1: onB } = grpcClients(t, b.target)
+  const { v1: onA } = grpcClients(t, a.target)
+  const started = await unary(onB, 'SendMessage', { message: user('wait'), configuration: { returnImmediately: true } })
+  const id = started.value.task.id
+  await until(async () => (await unary(onA, 'GetTask', { id })).value?.status?.state === 'TASK_STATE_WORKING')
+  const followed = streamAll(onA, 'SubscribeToTask', { id })
+  await until(() => a.app.a2aGrpc?.binding?.size === 1)
+  await a.app.close()
+  const { messages, error } = await followed
+  t.equal(error, undefined, 'ended with OK')
+  t.equal(messages[messages.length - 1].task?.status?.state, 'TASK_STATE_WORKING', 'the snapshot last')
+  t.equal((await unary(onB, 'GetTask', { id })).value?.status?.state, 'TASK_STATE_WORKING', 'the task goes on on the other instance')
+  await unary(onB, 'CancelTask', { id })
+})
