@@ -64,10 +64,15 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     throw new InvalidPluginOptions('fastify-a2a is already registered in this context; register each agent in its own encapsulated context')
   }
   const validated = validateConfig(opts.config ?? {})
-  const config = withOwnAgentSkill(validated, opts.executor !== undefined)
-  if (config !== validated) {
-    fastify.log.warn({ skill: config.agent.skills[0].name },
+  const own = withOwnAgentSkill(validated, opts.executor !== undefined)
+  if (own !== validated) {
+    fastify.log.warn({ skill: own.agent.skills[0].name },
       'the agent has an executor of its own and no agent.skills: the card lists one skill named after it; describe the agent in agent.skills')
+  }
+  const config = withinCloseBudget(own, fastify.initialConfig.pluginTimeout as number)
+  if (config !== own) {
+    fastify.log.warn({ shutdown_timeout: own.server.shutdown_timeout, pluginTimeout: fastify.initialConfig.pluginTimeout, used: config.server.shutdown_timeout },
+      'server.shutdown_timeout is cut short: Fastify gives each close hook pluginTimeout ms; raise the host\'s pluginTimeout above it')
   }
   const prefix = normalizePrefix(opts.prefix ?? '/')
   const executor = opts.executor ?? await loadExecutor(config.agent.executor, {
@@ -156,6 +161,21 @@ function readinessChecks (fastify: FastifyInstance): Record<string, () => Promis
   const redis = fastify.a2aRedis
   if (redis !== null) checks.redis = async () => { await redis.ping() }
   return checks
+}
+
+/** What a close hook keeps of Fastify's bound on it, after the drain, for what follows the drain. */
+const CLOSE_MARGIN_MS = 500
+
+/**
+ * The configuration with `server.shutdown_timeout` cut to what the host allows: Fastify fails a close hook that
+ * runs longer than its `pluginTimeout` (0: no bound), and a drain cut off there would end no stream with its
+ * task's last state. The standalone server raises `pluginTimeout` to fit the drain; a host app may too.
+ */
+export function withinCloseBudget (config: A2AConfig, pluginTimeoutMs: number): A2AConfig {
+  if (pluginTimeoutMs <= 0) return config
+  const budget = Math.max(0, pluginTimeoutMs - CLOSE_MARGIN_MS) / 1000
+  if (config.server.shutdown_timeout <= budget) return config
+  return { ...config, server: { ...config.server, shutdown_timeout: budget } }
 }
 
 /** `/agent/` and `agent` become `/agent`; empty and `/` stay `/`. */

@@ -28,6 +28,8 @@ export const REDACT_PATHS = [
   '*.password'
 ]
 
+/** Fastify's own bound on starting a plugin, and on each close hook. */
+const DEFAULT_PLUGIN_TIMEOUT_MS = 10_000
 /** Past `shutdown_timeout`, a close that still hangs is cut short this much later, with exit code 1. */
 const FORCE_EXIT_MARGIN_MS = 5_000
 /** Request headers must arrive within this, or `server.request_timeout` when that is shorter. */
@@ -73,6 +75,8 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     // percent-encoded; Fastify's default (100) would answer longer ones 414.
     routerOptions: { maxParamLength: 1024 },
     return503OnClosing: true,
+    // Each close hook may take the whole drain (server.shutdown_timeout), and a start as long as Fastify's default.
+    pluginTimeout: Math.max(DEFAULT_PLUGIN_TIMEOUT_MS, config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS),
     forceCloseConnections: 'idle',
     // The request logger is made when a request first logs at an enabled level; a route's own level or serializers
     // need a real child at once.

@@ -1,7 +1,9 @@
 import { createServer } from 'node:net'
 import { status as Status } from '@grpc/grpc-js'
 import t, { type Test } from 'tap'
-import { listenGrpc, privateRedis, until, waitOrEchoInTwo } from '../helper.js'
+import Fastify from 'fastify'
+import a2a, { validateConfig, withinCloseBudget } from '../../index.js'
+import { listenGrpc, logCapture, privateRedis, rpc, until, userMessage, waitOrEchoInTwo } from '../helper.js'
 import { stubIdp } from '../services/auth/idp.js'
 import { peerAddress } from '../../services/grpc/binding.js'
 import { freePort } from '../../scripts/redis-server.js'
@@ -132,4 +134,31 @@ t.test('shutdown ends a stream of a task running on another instance with its sn
   t.equal(messages[messages.length - 1].task?.status?.state, 'TASK_STATE_WORKING', 'the snapshot last')
   t.equal((await unary(onB, 'GetTask', { id })).value?.status?.state, 'TASK_STATE_WORKING', 'the task goes on on the other instance')
   await unary(onB, 'CancelTask', { id })
+})
+
+t.test('a host whose pluginTimeout is shorter than server.shutdown_timeout: the drain fits it, and every stream ends with its task failed', async t => {
+  const logs = logCapture()
+  const app = Fastify({ pluginTimeout: 2000, logger: { level: 'warn', stream: logs.stream } })
+  const port = await freePort()
+  await app.register(a2a, { executor, config: { server: { shutdown_timeout: 10 }, protocol: { grpc: { enabled: true, port, advertised_url: `127.0.0.1:${port}` } } } })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.ok(logs.lines().some(l => l.msg.startsWith('server.shutdown_timeout is cut short') && l.used === 1.5), 'a warning names the time used')
+  const { v1 } = grpcClients(t, `127.0.0.1:${port}`)
+  const overGrpc = streamAll(v1, 'SendStreamingMessage', { message: user('wait') })
+  const sse = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/stream', { message: userMessage('wait') })) })
+  const overHttp = sse.text()
+  await until(() => app.a2aTasks.running === 2)
+  await app.close()
+  const { messages, error } = await overGrpc
+  t.equal(error, undefined)
+  t.equal(messages[messages.length - 1].statusUpdate?.status?.state, 'TASK_STATE_FAILED', 'gRPC: the task failed by the drain')
+  t.match(await overHttp, /"state":"failed"/, 'SSE: the same')
+})
+
+t.test('withinCloseBudget: no bound (pluginTimeout 0) or room enough leaves the configuration as it is', async t => {
+  const config = validateConfig({ server: { shutdown_timeout: 30 } })
+  t.equal(withinCloseBudget(config, 0), config)
+  t.equal(withinCloseBudget(config, 60_000), config)
+  t.equal(withinCloseBudget(config, 10_000).server.shutdown_timeout, 9.5)
+  t.equal(withinCloseBudget(config, 300).server.shutdown_timeout, 0)
 })
