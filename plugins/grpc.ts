@@ -27,6 +27,9 @@ export interface GrpcPluginOptions {
   handle: GrpcHandle
 }
 
+/** What shutting down leaves the streams the drain ended to send their last message, past the deadline if need be. */
+const FLUSH_MS = 250
+
 /** How often the health service asks the readiness checks. */
 const HEALTH_INTERVAL_MS = 5000
 
@@ -89,16 +92,18 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   })
 
   fastify.addHook('preClose', async () => {
+    // Everything below ends within server.shutdown_timeout: calls still running then are cut off.
+    const deadline = Date.now() + config.server.shutdown_timeout * 1000
     clearInterval(timer)
     await checking
     setHealth('NOT_SERVING')
-    const timeoutMs = config.server.shutdown_timeout * 1000
     // No new calls from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
     const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
-    await fastify.a2aTasks.drain(timeoutMs)
+    await fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
     binding.endAll()
     let late: NodeJS.Timeout | undefined
-    const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), timeoutMs) })
+    // (A drain that took the whole time still leaves the streams it ended a moment to send their last message.)
+    const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), Math.max(FLUSH_MS, deadline - Date.now())) })
     if (await Promise.race([shutdown.then(() => false), expired])) server.forceShutdown()
     clearTimeout(late)
   })

@@ -5,7 +5,8 @@ import {
   TaskState, type AgentCard, type Task
 } from '@a2a-js/sdk-v1'
 import t from 'tap'
-import { listenGrpc, until } from '../helper.js'
+import { WAIT_OR_ECHO_IN_TWO_MODULE, listenGrpc, serve, until } from '../helper.js'
+import { freePort } from '../../scripts/redis-server.js'
 import { collect, driveEverything, executor, readState, sendRequest, textOf, v1Client, withHeaders } from './sdk-v1.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x) over its gRPC transport (CONTRACT.md §13): it reads the card, picks the
@@ -69,4 +70,28 @@ t.test('@a2a-js/sdk 1.x over its v0.3 gRPC transport (legacyCompat) drives every
   t.same((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))).configs.map(c => c.id), ['mine'])
   await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'mine' })
   t.same((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))).configs, [])
+})
+
+t.test('the standalone server serves gRPC from its config file, and drains it on SIGTERM', async t => {
+  const port = await freePort()
+  t.testdir({
+    'agent.yml': `agent:\n  name: Standalone\n  executor: ./echo.js\nserver:\n  shutdown_timeout: 2\nprotocol:\n  grpc:\n    enabled: true\n    port: ${port}\n    advertised_url: 127.0.0.1:${port}\n`,
+    'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE
+  })
+  const served = await serve(t, ['--config', 'agent.yml'])
+  t.ok(served.logs.some(line => line.includes('gRPC binding listening')), 'the start says where gRPC listens')
+  const client = await v1Client(served.url, {}, 'GRPC')
+  t.match((client.transport as object).constructor.name, /^GrpcTransport/)
+  await driveEverything(t, client, { state: readState(client) })
+  // A stream open when the server is told to stop ends with its task's last state.
+  const waiting = await client.sendMessage(sendRequest('wait', {}, { returnImmediately: true })) as Task
+  const subscription = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: waiting.id }))
+  t.equal((await subscription.next()).value?.payload?.$case, 'task')
+  served.child.kill('SIGTERM')
+  const rest = await collect(subscription)
+  const last = rest[rest.length - 1]?.payload
+  t.equal(last?.$case === 'task' ? last.value.status?.state : last?.$case === 'statusUpdate' ? last.value.status?.state : undefined,
+    TaskState.TASK_STATE_FAILED, 'the drain failed the task and the stream said so')
+  t.equal(await served.exited, 0)
+  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: waiting.id }), { signal: AbortSignal.timeout(2000) } as any), 'the gRPC port is closed')
 })

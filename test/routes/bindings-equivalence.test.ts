@@ -1,10 +1,12 @@
-import t from 'tap'
-import { listen, parseSse, receiver, until, waitOrEcho } from '../helper.js'
+import t, { type Test } from 'tap'
+import type { ServiceError } from '@grpc/grpc-js'
+import { listenGrpc, parseSse, receiver, until, waitOrEcho } from '../helper.js'
+import { grpcClients, statusDetails, streamAll, unary } from './grpc-client.js'
 
-// One operation, four ways in (CONTRACT.md §11 and §12): JSON-RPC v0.3, JSON-RPC v1.0, REST v1.0 and REST v0.3 must
-// give the same task state, the same error class and the same webhooks. Each binding is driven over real HTTP by a
-// plain client that reads its wire form back into one neutral shape: states in the stored spelling, errors as their
-// A2A error code.
+// One operation, six ways in (CONTRACT.md §11 to §13): JSON-RPC v0.3 and v1.0, REST v1.0 and v0.3, gRPC v1.0 and
+// v0.3 must give the same task state, the same error class and the same webhooks. Each binding is driven over the
+// wire (HTTP, HTTP/2) by a plain client that reads its wire form back into one neutral shape: states in the stored
+// spelling, errors as their A2A error code.
 
 type Outcome = { state: string } | { error: number }
 
@@ -13,7 +15,8 @@ interface Binding {
   send (text: string, wait: boolean, contextId?: string): Promise<{ id: string } & Outcome>
   get (id: string): Promise<Outcome>
   cancel (id: string): Promise<Outcome>
-  list (contextId: string): Promise<string[] | { error: number }>
+  /** Absent where the version's binding has no such operation (v0.3 gRPC has no ListTasks). */
+  list?: (contextId: string) => Promise<string[] | { error: number }>
   stream (text: string): Promise<string[] | { error: number }>
   subscribe (id: string): Promise<string[] | { error: number }>
   pushSet (taskId: string, url: string): Promise<{ ok: true } | { error: number }>
@@ -149,20 +152,74 @@ function rest (base: string, version: '0.3' | '1.0'): Binding {
   }
 }
 
-t.test('§11/§12 each operation through each binding and version: the same state, error class and webhooks', async t => {
+/** The A2A error code of a gRPC status: its ErrorInfo's reason. */
+const grpcError = (error: ServiceError): { error: number } => ({ error: CODES[statusDetails(error).details[0].reason] ?? error.code })
+
+function grpc (t: Test, target: string, version: '0.3' | '1.0'): Binding {
+  const v1 = version === '1.0'
+  const { v1: v1Stub, v03 } = grpcClients(t, target)
+  const stub = v1 ? v1Stub : v03
+  const task = (value: string) => v1 ? { id: value } : { name: `tasks/${value}` }
+  const outcome = (res: { value?: any, error?: ServiceError }): Outcome => res.error !== undefined
+    ? grpcError(res.error)
+    : { state: stored((res.value.task ?? res.value).status.state) }
+  const message = (text: string, contextId?: string) => v1
+    ? { message: { messageId: id(), role: 'ROLE_USER', parts: [{ text }], contextId } }
+    : { request: { messageId: id(), role: 'ROLE_USER', content: [{ text }], contextId } }
+  const stream = async (method: string, request: unknown) => {
+    const { messages, error } = await streamAll(stub, method, request)
+    if (error !== undefined) return grpcError(error)
+    return messages.flatMap((m: any) => {
+      const status = m.task?.status ?? m.statusUpdate?.status
+      return status === undefined ? [] : [stored(status.state)]
+    })
+  }
+  return {
+    name: `gRPC ${version}`,
+    async send (text, wait, contextId) {
+      const res = await unary(stub, 'SendMessage', { ...message(text, contextId), configuration: v1 ? { returnImmediately: !wait } : { blocking: wait } })
+      return { id: res.value?.task?.id, ...outcome(res) }
+    },
+    get: async value => outcome(await unary(stub, 'GetTask', task(value))),
+    cancel: async value => outcome(await unary(stub, 'CancelTask', task(value))),
+    list: v1
+      ? async contextId => {
+        const res = await unary(stub, 'ListTasks', { contextId })
+        return res.error !== undefined ? grpcError(res.error) : res.value.tasks.map((x: any) => x.id)
+      }
+      : undefined,
+    stream: text => stream('SendStreamingMessage', message(text)),
+    subscribe: value => stream(v1 ? 'SubscribeToTask' : 'TaskSubscription', task(value)),
+    async pushSet (taskId, url) {
+      const res = v1
+        ? await unary(stub, 'CreateTaskPushNotificationConfig', { taskId, id: 'hook', url })
+        : await unary(stub, 'CreateTaskPushNotificationConfig', { parent: `tasks/${taskId}`, config: { pushNotificationConfig: { id: 'hook', url } } })
+      return res.error !== undefined ? grpcError(res.error) : { ok: true }
+    },
+    async pushIds (taskId) {
+      const res = v1
+        ? await unary(stub, 'ListTaskPushNotificationConfigs', { taskId })
+        : await unary(stub, 'ListTaskPushNotificationConfig', { parent: `tasks/${taskId}` })
+      if (res.error !== undefined) return grpcError(res.error)
+      return res.value.configs.map((c: any) => v1 ? c.id : c.pushNotificationConfig.id)
+    }
+  }
+}
+
+t.test('§11 to §13 each operation through each binding and version: the same state, error class and webhooks', async t => {
   const hook = await receiver(t)
-  const { app, url } = await listen(t, {
+  const { app, url, target } = await listenGrpc(t, {
     executor: waitOrEcho,
     config: { protocol: { dialect: 'a2a' }, push_notifications: { config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.01, timeout: 1 } } }
   })
-  const bindings = [jsonRpc(url, '0.3'), jsonRpc(url, '1.0'), rest(url, '1.0'), rest(url, '0.3')]
+  const bindings = [jsonRpc(url, '0.3'), jsonRpc(url, '1.0'), rest(url, '1.0'), rest(url, '0.3'), grpc(t, target, '1.0'), grpc(t, target, '0.3')]
   const state = async (task: string) => (await app.a2aTasks.store.get(task))?.task.status.state
 
-  /** Runs `op` through every binding and checks they agree; answers the first binding's result. */
-  async function same<T> (what: string, op: (b: Binding) => Promise<T>): Promise<T[]> {
+  /** Runs `op` through every binding (of `among`) and checks they agree; answers the results. */
+  async function same<T> (what: string, op: (b: Binding) => Promise<T>, among = bindings): Promise<T[]> {
     const results: T[] = []
-    for (const binding of bindings) results.push(await op(binding))
-    for (let i = 1; i < bindings.length; i++) t.same(results[i], results[0], `${what}: ${bindings[i].name} as ${bindings[0].name}`)
+    for (const binding of among) results.push(await op(binding))
+    for (let i = 1; i < among.length; i++) t.same(results[i], results[0], `${what}: ${among[i].name} as ${among[0].name}`)
     return results
   }
 
@@ -192,10 +249,12 @@ t.test('§11/§12 each operation through each binding and version: the same stat
   t.same((await same('subscribe unknown', b => b.subscribe('nope')))[0], { error: -32001 })
   t.same((await same('push on unknown', b => b.pushSet('nope', `${hook.url}/n`)))[0], { error: -32001 })
 
-  // List by context: the same ids, newest first.
+  // List by context: the same ids, newest first (every binding that has the operation).
   const ctx = `ctx-${++n}`
   for (let i = 0; i < 3; i++) await bindings[i].send(`l${i}`, true, ctx)
-  t.equal(((await same('list', b => b.list(ctx)))[0] as string[]).length, 3)
+  const listing = bindings.filter(b => b.list !== undefined)
+  t.equal(listing.length, 5)
+  t.equal(((await same('list', b => (b.list as NonNullable<Binding['list']>)(ctx), listing))[0] as string[]).length, 3)
 
   // Streams: the same states in the same order.
   t.same((await same('stream', b => b.stream('s')))[0], ['submitted', 'in_progress', 'completed'])
@@ -204,8 +263,10 @@ t.test('§11/§12 each operation through each binding and version: the same stat
   const subscribed = await Promise.all(bindings.map(b => b.subscribe(ended)))
   t.same(subscribed[0], ['canceled'])
   t.same(subscribed[3], subscribed[0], 'REST v0.3 as JSON-RPC v0.3')
+  t.same(subscribed[5], subscribed[0], 'gRPC v0.3 as JSON-RPC v0.3')
   t.same(subscribed[1], { error: -32004 })
   t.same(subscribed[2], subscribed[1], 'REST v1.0 as JSON-RPC v1.0')
+  t.same(subscribed[4], subscribed[1], 'gRPC v1.0 as JSON-RPC v1.0')
 
   // Webhooks: a config made through each binding on its own task, the same life cycle, the same deliveries.
   const tasks: string[] = []
