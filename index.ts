@@ -69,9 +69,11 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     fastify.log.warn({ skill: own.agent.skills[0].name },
       'the agent has an executor of its own and no agent.skills: the card lists one skill named after it; describe the agent in agent.skills')
   }
-  const config = withinCloseBudget(own, fastify.initialConfig.pluginTimeout as number)
-  if (config !== own) {
-    fastify.log.warn({ shutdown_timeout: own.server.shutdown_timeout, pluginTimeout: fastify.initialConfig.pluginTimeout, used: config.server.shutdown_timeout },
+  const pluginTimeout = fastify.initialConfig.pluginTimeout as number
+  const config = withinCloseBudget(own, pluginTimeout)
+  // (Cut by the margin alone, as Fastify's and this plugin's defaults are, it goes unsaid.)
+  if (config !== own && own.server.shutdown_timeout * 1000 > pluginTimeout) {
+    fastify.log.warn({ shutdown_timeout: own.server.shutdown_timeout, pluginTimeout, used: config.server.shutdown_timeout },
       'server.shutdown_timeout is cut short: Fastify gives each close hook pluginTimeout ms; raise the host\'s pluginTimeout above it')
   }
   const prefix = normalizePrefix(opts.prefix ?? '/')

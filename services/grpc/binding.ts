@@ -124,12 +124,11 @@ export class GrpcBinding {
     const version = SERVICE_VERSIONS[name]
     for (const [rpc, method] of Object.entries(loaded)) {
       const { request, response } = codec.method(name, rpc)
+      // The server reads requests and writes answers; the other two are proto-loader's, for clients.
       definition[rpc] = {
         ...method,
-        requestSerialize: (value: unknown) => codec.write(request, value),
         requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
-        responseSerialize: (value: unknown) => codec.write(response, value),
-        responseDeserialize: (bytes: Buffer) => codec.read(response, bytes)
+        responseSerialize: (value: unknown) => codec.write(response, value)
       }
       const spec = rpcs[rpc]
       const label = `${name}/${rpc}`

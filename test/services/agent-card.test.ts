@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  BUILTIN_SKILL, LLM_SKILL, buildAgentCard, cardInterfaces, publicUrl, toolSkill, v1Card, v1SecurityScheme, type AgentCard
+  BUILTIN_SKILL, LLM_SKILL, buildAgentCard, cardInterfaces, grpcUrlOf, publicUrl, toolSkill, v1Card, v1SecurityScheme, type AgentCard
 } from '../../services/agent-card.js'
 import { validateConfig } from '../../services/config/load.js'
 
@@ -37,6 +37,14 @@ t.test('the public url follows host, port and prefix, or agent.url', async t => 
   const skills = validateConfig({ agent: { name: 'n', skills: [{ id: 's', name: 'S', inputModes: ['text/plain'], outputModes: ['application/json'] }] } })
   t.match(buildAgentCard(skills, { prefix: '/' }).skills, [{ id: 's', inputModes: ['text/plain'], outputModes: ['application/json'] }])
   t.match(toolSkill('status'), { id: 'tool-status', name: 'status', tags: ['tool'] })
+})
+
+t.test('the gRPC URL: advertised_url, else grpc://<host>:<port>, an IPv6 host in brackets (CONTRACT.md §13)', async t => {
+  const grpc = (server: Record<string, unknown>, advertised = '') =>
+    grpcUrlOf(validateConfig({ server, protocol: { grpc: { enabled: true, port: 9090, advertised_url: advertised } } }))
+  t.equal(grpc({ host: '10.0.0.5' }), 'grpc://10.0.0.5:9090')
+  t.equal(grpc({ host: '::1' }), 'grpc://[::1]:9090')
+  t.equal(grpc({ host: '::1' }, 'agent.example.com:443'), 'agent.example.com:443')
 })
 
 t.test('API keys are announced in their header and as bearer tokens', async t => {
