@@ -1,13 +1,18 @@
 // The loads of `npm run bench`: message/send through autocannon, message/stream through an undici pool with every
-// stream read to the end, and push end to end against a local receiver. All on 127.0.0.1, bounded in time.
+// stream read to the end, SendMessage and SendStreamingMessage over gRPC through grpc-js, and push end to end against
+// a local receiver. All on 127.0.0.1, bounded in time.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { fileURLToPath } from 'node:url'
+import { credentials, loadPackageDefinition } from '@grpc/grpc-js'
+import { loadSync } from '@grpc/proto-loader'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
 
 const GOT_CLIENT = fileURLToPath(new URL('./got-client.js', import.meta.url))
+/** The vendored protos as the build copies them (`npm run bench` builds first). */
+const PROTO_ROOT = fileURLToPath(new URL('../dist/schemas/proto/', import.meta.url))
 /** How long a push worker waits for a task's final delivery before counting it as lost. */
 const PUSH_WAIT_MS = 10_000
 
@@ -102,6 +107,49 @@ export function streamLoad (url, { headers, connections, seconds, method = 'mess
     const text = await res.body.text()
     return res.statusCode === 200 && text.includes(done) && !text.includes('"error"')
   })
+}
+
+let A2AService
+/** A grpc-js client of `lf.a2a.v1.A2AService` at `target` (`host:port`), from the vendored proto, as any grpc-js user makes one. */
+function grpcClient (target) {
+  if (A2AService === undefined) {
+    const definition = loadSync('a2a/v1.0.1/a2a.proto', { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: [PROTO_ROOT] })
+    A2AService = loadPackageDefinition(definition).lf.a2a.v1.A2AService
+  }
+  return new A2AService(target, credentials.createInsecure())
+}
+
+/**
+ * gRPC `SendMessage`, or with `stream` `SendStreamingMessage` read to its end: `connections` calls in flight on one
+ * channel (HTTP/2 multiplexes them, as grpc-js clients do), for `seconds`. A call counts when it ends with the
+ * completed task.
+ */
+export async function grpcLoad (target, { connections, seconds, stream = false }) {
+  const client = grpcClient(target)
+  const one = () => new Promise(resolve => {
+    if (!stream) {
+      client.SendMessage(v10Params(), (err, answer) => resolve(err === null && answer.task?.status?.state === 'TASK_STATE_COMPLETED'))
+      return
+    }
+    const call = client.SendStreamingMessage(v10Params())
+    let last
+    call.on('data', message => { last = message })
+    call.on('error', () => resolve(false))
+    call.on('end', () => resolve(last?.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'))
+  })
+  const latencies = []
+  let errors = 0
+  const t0 = Date.now()
+  const deadline = t0 + seconds * 1000
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (Date.now() < deadline) {
+      const start = process.hrtime.bigint()
+      if (await one()) latencies.push(Number(process.hrtime.bigint() - start) / 1e6)
+      else errors++
+    }
+  }))
+  client.close()
+  return summary(latencies.length, errors, (Date.now() - t0) / 1000, latencies)
 }
 
 /**

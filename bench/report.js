@@ -70,6 +70,14 @@ function checks (r) {
     const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
     add(`REST ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.1×', v <= 1.1)
   }
+  // The gRPC binding costs at most 1.2× JSON-RPC v1.0 (issue: a binding over the same methods).
+  for (const [grpc, rpc, name] of [['send-grpc', 'send-v1', 'SendMessage'], ['stream-grpc', 'stream-v1', 'SendStreamingMessage']]) {
+    const a = t.ours?.[grpc]
+    const b = t.ours?.[rpc]
+    if (a === undefined || b === undefined) continue
+    const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
+    add(`gRPC ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.2×', v <= 1.2)
+  }
   // Keeping each event for streams that resume costs little: CPU per stream with replay on vs off.
   if (t.ours?.stream !== undefined && t.ours['stream-no-replay'] !== undefined) {
     const on = t.ours.stream
@@ -117,6 +125,8 @@ const LOADS = [
   ['stream', 'message/stream', 'streams/s'],
   ['stream-v1', 'SendStreamingMessage (A2A v1.0)', 'streams/s'],
   ['stream-rest', 'POST /message:stream (A2A v1.0, HTTP+JSON)', 'streams/s'],
+  ['send-grpc', 'SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', 'req/s'],
+  ['stream-grpc', 'SendStreamingMessage over gRPC (A2A v1.0)', 'streams/s'],
   ['stream-no-replay', 'message/stream with server.stream_replay.max_events: 0 (no events kept)', 'streams/s'],
   ['push', 'push end to end', 'tasks/s']
 ]

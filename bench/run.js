@@ -1,7 +1,7 @@
 // `npm run bench`: fastify-a2a against bare Fastify (the ceiling of our stack) and @a2a-js/sdk (the peer), in one
 // run on this machine, one server at a time, each in its own process on 127.0.0.1. Loads: message/send (autocannon),
 // message/stream (undici, every stream read to the end), their A2A v1.0 twins SendMessage and SendStreamingMessage
-// (our server), push end to end (against a local receiver, next to a bare
+// (our server, over JSON-RPC, HTTP+JSON and gRPC), push end to end (against a local receiver, next to a bare
 // got client), and message/send and message/stream with tasks and push configs in Redis (a throwaway redis-server:
 // its command counts per request and its CPU). Writes the tables into BENCHMARKS.md (see bench/report.js).
 // Everything stops by itself.
@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { freePort, rssMb, start, watch } from './proc.js'
-import { gotLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
+import { gotLoad, grpcLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
 import { commandStats, monitorCommands, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
 
@@ -54,9 +54,11 @@ const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured, redisUrl, replay = true) => {
+const ourConfig = (secured, redisUrl, replay = true, grpcPort) => {
   const file = join(dir, redisUrl !== undefined ? 'redis.yml' : secured ? 'secured.yml' : replay ? 'open.yml' : 'no-replay.yml')
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
+  // The gRPC binding beside HTTP, for its loads.
+  if (grpcPort !== undefined) lines.push('protocol:', '  grpc:', '    enabled: true', `    port: ${grpcPort}`, `    advertised_url: 127.0.0.1:${grpcPort}`)
   // No events kept for streams that resume: what keeping them costs, by comparison.
   if (!replay) lines.push('server:', '  stream_replay:', '    max_events: 0')
   // Tasks, push configs and deliveries in Redis: the scale-out mode (CONTRACT.md §10).
@@ -74,23 +76,24 @@ const ourConfig = (secured, redisUrl, replay = true) => {
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
-const ours = (secured, replay) => (port, redisUrl) =>
-  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay), '--host', '127.0.0.1', '--port', String(port)]
+const ours = (secured, replay) => (port, redisUrl, grpcPort) =>
+  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
   floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
-  // And the HTTP+JSON routes (POST /message:send, /message:stream), compared with JSON-RPC v1.0.
+  // And the HTTP+JSON routes (POST /message:send, /message:stream) and gRPC, compared with JSON-RPC v1.0.
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
   // `stream-no-replay` goes to a second server, the same with `server.stream_replay.max_events: 0`, alive beside the
   // first so that the two take turns: what keeping events for streams that resume costs, at the noise of one run.
   ours: {
     label: 'fastify-a2a, security off',
     args: ours(false),
-    loads: [['send', 'send-v1', 'send-rest'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest'], 'push'],
+    loads: [['send', 'send-v1', 'send-rest', 'send-grpc'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest', 'stream-grpc'], 'push'],
     memory: true,
+    grpc: true,
     noReplay: ours(false, false)
   },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
@@ -140,10 +143,11 @@ async function runTarget (id, hook) {
   const target = TARGETS[id]
   const redis = target.redis !== true ? undefined : values.redis !== undefined ? { url: values.redis, stop: async () => {} } : await startRedis()
   const servers = []
+  const grpcPort = target.grpc === true ? await freePort() : undefined
   try {
     for (let i = 0; i < (target.instances ?? 1); i++) {
       const port = await freePort()
-      servers.push(await start(target.args(port, redis?.url), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' }))
+      servers.push(await start(target.args(port, redis?.url, grpcPort), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' }))
     }
   } catch (err) {
     for (const one of servers) await one.stop()
@@ -175,6 +179,8 @@ async function runTarget (id, hook) {
       'stream-v1': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }),
       'stream-rest': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage', rest: true }),
       'stream-no-replay': seconds => streamLoad(twin.url, { ...opts, seconds }),
+      'send-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds }),
+      'stream-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds, stream: true }),
       push: seconds => pushLoad(server.url, hook, { ...opts, seconds })
     }
     for (const entry of target.loads) {

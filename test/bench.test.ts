@@ -37,7 +37,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
     for (const load of ['send', 'stream', 'push']) t.equal(results.targets[id][load].errors, 0, `${id} ${load} errors`)
     t.ok(results.targets[id].push.deliveries > 0, `${id} push deliveries arrived`)
   }
-  for (const load of ['send-v1', 'send-rest', 'stream-v1', 'stream-rest', 'stream-no-replay']) {
+  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay']) {
     t.match(results.targets.ours[load], figures, `ours ${load}`)
     t.equal(results.targets.ours[load].errors, 0, `ours ${load} errors`)
   }
@@ -63,13 +63,15 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
   t.match(report, /\| message\/stream CPU per stream, events kept vs not \| [\d.]+× \| ≤ 1\.1× \|/)
-  // Twenty targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 20)
+  t.match(report, /\| gRPC SendMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
+  t.match(report, /\| gRPC SendStreamingMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
+  // Twenty-two targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 22)
 })
 
 t.test('--node-options reaches our server and no other', async t => {
