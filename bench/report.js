@@ -170,6 +170,15 @@ export function markdown (r) {
     lines.push('The floor (`bench/floor.js`: the least an A2A `message/send` can do on Fastify, no target of its own) ' +
       `reached ${ratio(floor, bare)}× bare Fastify${ours === undefined ? '' : `; fastify-a2a reached ${ratio(ours, floor)}× the floor`}.`, '')
   }
+  const grpcFloor = r.targets['bare-grpc']?.['send-grpc']
+  const grpcOurs = r.targets.ours?.['send-grpc']
+  const rpcOurs = r.targets.ours?.['send-v1']
+  if (grpcFloor !== undefined && grpcOurs !== undefined && rpcOurs !== undefined) {
+    const each = m => m.cpu * 1e4 / m.rps
+    lines.push('bare grpc-js (`bench/bare-grpc.js`: a canned Task, no target of its own) cost ' +
+      `${Math.round(each(grpcFloor))} µs of server CPU per SendMessage, ${ratio(each(grpcFloor), each(rpcOurs))}× what fastify-a2a's whole ` +
+      `JSON-RPC v1.0 SendMessage cost; fastify-a2a's gRPC SendMessage cost ${ratio(each(grpcOurs), each(grpcFloor))}× bare grpc-js.`, '')
+  }
   const redis = r.targets['ours-redis']?.redis
   if (redis !== undefined) {
     const rate = r.targets['ours-redis'].send?.rps

@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,bare-grpc,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,peer,ours,ours-key,ours-redis,ours-redis-2' },
+    only: { type: 'string', default: 'bare,floor,bare-grpc,peer,ours,ours-key,ours-redis,ours-redis-2' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -82,6 +82,8 @@ const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
   floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
+  // A reference too: what grpc-js alone costs a unary SendMessage (a canned Task), next to our gRPC binding's.
+  'bare-grpc': { label: 'bare grpc-js (canned Task)', args: (port, _redis, grpcPort) => [here('./bare-grpc.js'), String(port), String(grpcPort)], loads: ['send-grpc'], grpc: true },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
   // And the HTTP+JSON routes (POST /message:send, /message:stream) and gRPC, compared with JSON-RPC v1.0.

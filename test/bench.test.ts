@@ -24,9 +24,11 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
+  t.match(results.targets['bare-grpc'], { 'send-grpc': figures }, 'bare grpc-js')
+  t.equal(results.targets['bare-grpc']['send-grpc'].errors, 0, 'bare grpc-js errors')
   for (const id of ['bare', 'floor']) {
     t.match(results.targets[id], { send: figures, rssStart: Number, rssAfter: Number, rssIdle: Number }, id)
     t.equal(results.targets[id].send.errors, 0, `${id} send errors`)
@@ -67,6 +69,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
+  t.match(report, /^bare grpc-js \(`bench\/bare-grpc\.js`.*\) cost \d+ µs of server CPU per SendMessage, [\d.]+× .*; fastify-a2a's gRPC SendMessage cost [\d.]+× bare grpc-js\.$/m)
   t.match(report, /\| message\/stream CPU per stream, events kept vs not \| [\d.]+× \| ≤ 1\.1× \|/)
   t.match(report, /\| gRPC SendMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
   t.match(report, /\| gRPC SendStreamingMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
