@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { build, userMessage } from './helper.js'
+import { build, parseSseBlock, userMessage } from './helper.js'
 
 // Seeded and replayable: FC_SEED=<n> npm run test:only -- test/fuzz.test.ts replays a failure (fast-check prints
 // the seed and the counterexample path when a property fails).
@@ -26,9 +26,9 @@ function checkAnswer (status: number, type: string | undefined, body: string, al
   if (type?.startsWith('text/event-stream')) {
     // Each event is one `data:` line, after an `id:` line when the stream has ids.
     for (const block of body.split('\n\n').filter(Boolean)) {
-      const m = /^(?:id: \d+\n)?data: ([^\n]*)$/.exec(block)
-      if (m === null) throw new Error(`not an SSE event: ${block.slice(0, 100)}`)
-      envelope(JSON.parse(m[1]))
+      const frame = parseSseBlock(block)
+      if (frame === null) throw new Error(`not an SSE event: ${block.slice(0, 100)}`)
+      envelope(frame.data)
     }
     return
   }
@@ -212,7 +212,7 @@ t.test('a value that is no object in any array slot of any method\'s params is -
         const res = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 1, method, params: mutated } })
         const type = String(res.headers['content-type'])
         checkAnswer(res.statusCode, type, res.body)
-        const body = type.startsWith('text/event-stream') ? JSON.parse(res.body.split('\n\n')[0].replace(/^id: \d+\n/, '').slice(6)) : res.json()
+        const body = type.startsWith('text/event-stream') ? (parseSseBlock(res.body.split('\n\n')[0]) as { data: any }).data : res.json()
         if (body.error?.code === -32603) t.fail(`${method} ${slot.join('.')} = ${JSON.stringify(value)}: -32603`)
         checked++
       }
@@ -254,7 +254,7 @@ t.test('v1.0 methods: any mutated request gets a documented status and envelope,
     const res = await bounded(app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json', ...headers }, payload }), payload)
     const type = res.headers['content-type'] as string | undefined
     checkAnswer(res.statusCode, type, res.body)
-    const body = type?.startsWith('text/event-stream') === true ? JSON.parse(res.body.split('\n\n')[0].replace(/^id: \d+\n/, '').slice(6)) : res.json()
+    const body = type?.startsWith('text/event-stream') === true ? (parseSseBlock(res.body.split('\n\n')[0]) as { data: any }).data : res.json()
     if (body.error === undefined) return
     if (body.error.code === -32603) throw new Error(`-32603 for ${payload}`)
     // A v1.0 method name, even mutated away from its params: the error's data is the ErrorInfo array.

@@ -104,12 +104,21 @@ export function parseSse (raw: string): { events: any[], comments: string[], ids
       comments.push(block)
       continue
     }
-    const m = /^(?:id: (\d+)\n)?data: ([^\n]*)$/.exec(block)
-    if (m === null) throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
-    events.push(JSON.parse(m[2]))
-    ids.push(m[1] === undefined ? undefined : Number(m[1]))
+    const frame = parseSseBlock(block)
+    if (frame === null) throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
+    events.push(frame.data)
+    ids.push(frame.id)
   }
   return { events, comments, ids }
+}
+
+/**
+ * One SSE event block as every stream here writes it, `data: <JSON>` after an `id: <n>\n` line when the stream has
+ * ids: its id and its data, parsed; null for any other block.
+ */
+export function parseSseBlock (block: string): { id: number | undefined, data: any } | null {
+  const m = /^(?:id: (\d+)\n)?data: ([^\n]*)$/.exec(block)
+  return m === null ? null : { id: m[1] === undefined ? undefined : Number(m[1]), data: JSON.parse(m[2]) }
 }
 
 /** Waits until `check` holds, polling on the event loop; fails after `attempts` (never a timing assertion). */

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
 
@@ -284,7 +284,7 @@ export class RedisTaskStore implements TaskStore {
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
       `${owner.length}:${owner}${task.id}`, this.#expiry(record), opts?.lease === false ? '' : this.#leaseTtlMs, task.id, this.#maxLive,
       isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs, this.#maxEvents, this.#replayTtlMs,
-      ...(opts?.events ?? []).flatMap(event => [String(event.version), keptJson(event)])
+      ...(opts?.events ?? []).flatMap(event => [String(event.version), JSON.stringify(keptBody(event))])
     ))
     if (inserted === -1) throw new LiveTaskLimit(owner)
     // The id is taken. A command retried after its connection dropped (Redis restarting) may find its own first run:
@@ -315,7 +315,7 @@ export class RedisTaskStore implements TaskStore {
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
       announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson),
-      event === undefined ? '' : keptJson(event), this.#maxEvents, this.#replayTtlMs
+      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs
     ))
     return written === 0 ? false : written === 2 ? 'outbox' : true
   }
@@ -441,10 +441,4 @@ function reason (err: Error): string {
   if (err.name === 'MaxRetriesPerRequestError') return 'redis unreachable'
   if (err.message === 'Command timed out') return 'redis command timed out'
   return 'redis connection closed'
-}
-
-/** An event as its task's Stream keeps it: the kept form without its version (the entry id) and `prev` (a field). */
-function keptJson (event: TaskEvent): string {
-  if (event.type === 'status') return JSON.stringify({ type: 'status', status: event.task.status, final: event.final })
-  return JSON.stringify({ type: 'artifact', artifact: event.artifact, append: event.append, lastChunk: event.lastChunk })
 }

@@ -13,25 +13,26 @@ export interface StoredTask {
   readonly updatedAt: number
 }
 
+/** What a task event keeps of itself for streams that resume: what its encoders need. */
+export type KeptBody =
+  | { readonly type: 'status', readonly status: TaskStatus, readonly final: boolean }
+  | { readonly type: 'artifact', readonly artifact: Artifact, readonly append: boolean, readonly lastChunk: boolean }
+
 /**
- * A task event as kept for streams that resume (README, "Resumable streams"): what its encoders need, and `prev`,
- * the version of the task's event before it (0 for its first), by which a reader knows that nothing is missing.
+ * A task event as kept for streams that resume (README, "Resumable streams"): its body, its version, and `prev`, the
+ * version of the task's event before it (0 for its first), by which a reader knows that nothing is missing.
  */
-export type KeptEvent =
-  | { readonly type: 'status', readonly version: number, readonly prev: number, readonly status: TaskStatus, readonly final: boolean }
-  | {
-    readonly type: 'artifact'
-    readonly version: number
-    readonly prev: number
-    readonly artifact: Artifact
-    readonly append: boolean
-    readonly lastChunk: boolean
-  }
+export type KeptEvent = KeptBody & { readonly version: number, readonly prev: number }
+
+/** The kept body of an event (Redis keeps the version and `prev` in the stream entry's id and fields). */
+export function keptBody (event: TaskEvent): KeptBody {
+  if (event.type === 'status') return { type: 'status', status: event.task.status, final: event.final }
+  return { type: 'artifact', artifact: event.artifact, append: event.append, lastChunk: event.lastChunk }
+}
 
 /** The kept form of an event, after the task's event `prev`. */
 export function keptEvent (event: TaskEvent, prev: number): KeptEvent {
-  if (event.type === 'status') return { type: 'status', version: event.version, prev, status: event.task.status, final: event.final }
-  return { type: 'artifact', version: event.version, prev, artifact: event.artifact, append: event.append, lastChunk: event.lastChunk }
+  return Object.assign(keptBody(event), { version: event.version, prev })
 }
 
 export interface InsertOptions {

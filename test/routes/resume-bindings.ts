@@ -1,7 +1,7 @@
 // The streams that resume (README, "Resumable streams"), one per version and binding: how to open a message's
 // stream and how to resume a task's, and what their events come to, for the resume tests on one instance and on two.
 import type { AgentExecutor } from '../../index.js'
-import { rpc } from '../helper.js'
+import { parseSseBlock, rpc } from '../helper.js'
 
 /** One SSE frame as it arrived: its `id:` and its `data:` JSON. */
 export interface Frame { id: number | undefined, data: any }
@@ -25,9 +25,9 @@ export class Frames {
         const block = this.#buffer.slice(0, end)
         this.#buffer = this.#buffer.slice(end + 2)
         if (block.startsWith(':')) continue
-        const m = /^(?:id: (\d+)\n)?data: ([^\n]*)$/.exec(block)
-        if (m === null) throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
-        return { id: m[1] === undefined ? undefined : Number(m[1]), data: JSON.parse(m[2]) }
+        const frame = parseSseBlock(block)
+        if (frame === null) throw new Error(`not an SSE event: ${JSON.stringify(block)}`)
+        return frame
       }
       const { value, done } = await this.#reader.read()
       if (done) return null

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { A2AConfigInput } from '../../../index.js'
 import { createServer } from '../../../server.js'
 import { validateConfig } from '../../../services/config/validate.js'
-import { build, call, listen, logCapture, rpc, until, userMessage, type Teardown } from '../../helper.js'
+import { build, call, listen, logCapture, parseSseBlock, rpc, until, userMessage, type Teardown } from '../../helper.js'
 import { openaiStub, says, text, finish, type Stub } from './openai-stub.js'
 
 const KEY = 'sk-test-0123456789abcdef'
@@ -24,8 +24,8 @@ async function streamEvents (url: string, body: unknown, seen: any[] = []): Prom
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const block = buffer.slice(0, end)
       buffer = buffer.slice(end + 2)
-      const data = /^(?:id: \d+\n)?data: ([^\n]*)$/.exec(block)
-      if (data !== null) seen.push(JSON.parse(data[1]))
+      const frame = parseSseBlock(block)
+      if (frame !== null) seen.push(frame.data)
     }
   }
   return seen
