@@ -77,9 +77,8 @@ export async function sendLoad (url, { headers, connections, seconds, amount, me
   }
 }
 
-/** Runs `worker(pool)` on `connections` loops until `seconds` pass; each call returns true when it succeeded. */
-async function closedLoop (url, connections, seconds, worker) {
-  const pool = new Pool(url, { connections, pipelining: 1 })
+/** Runs `once` on `connections` loops until `seconds` pass; each call resolves true when it succeeded. */
+async function loop (connections, seconds, once) {
   const latencies = []
   let errors = 0
   const t0 = Date.now()
@@ -87,13 +86,22 @@ async function closedLoop (url, connections, seconds, worker) {
   await Promise.all(Array.from({ length: connections }, async () => {
     while (Date.now() < deadline) {
       const start = process.hrtime.bigint()
-      const ok = await worker(pool).catch(() => false)
+      const ok = await once().catch(() => false)
       if (ok) latencies.push(Number(process.hrtime.bigint() - start) / 1e6)
       else errors++
     }
   }))
-  await pool.close()
   return summary(latencies.length, errors, (Date.now() - t0) / 1000, latencies)
+}
+
+/** Runs `worker(pool)` on `connections` loops over one undici pool until `seconds` pass. */
+async function closedLoop (url, connections, seconds, worker) {
+  const pool = new Pool(url, { connections, pipelining: 1 })
+  try {
+    return await loop(connections, seconds, () => worker(pool))
+  } finally {
+    await pool.close()
+  }
 }
 
 /** `message/stream`: `connections` streams in flight, each read to its end, which must be the completed task. */
@@ -137,19 +145,11 @@ export async function grpcLoad (target, { connections, seconds, stream = false }
     call.on('error', () => resolve(false))
     call.on('end', () => resolve(last?.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'))
   })
-  const latencies = []
-  let errors = 0
-  const t0 = Date.now()
-  const deadline = t0 + seconds * 1000
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (Date.now() < deadline) {
-      const start = process.hrtime.bigint()
-      if (await one()) latencies.push(Number(process.hrtime.bigint() - start) / 1e6)
-      else errors++
-    }
-  }))
-  client.close()
-  return summary(latencies.length, errors, (Date.now() - t0) / 1000, latencies)
+  try {
+    return await loop(connections, seconds, one)
+  } finally {
+    client.close()
+  }
 }
 
 /**

@@ -54,29 +54,22 @@ function checks (r) {
     const v = ratio(rps('ours-key', 'send'), rps('ours', 'send'))
     add('message/send with an API key vs without security', `${v}×`, '≥ 0.9×', v >= 0.9)
   }
-  // A2A v1.0 costs no more than v0.3: server CPU µs per request, same process, same run (CONTRACT.md §11).
-  for (const [v1, v03, name] of [['send-v1', 'send', 'SendMessage'], ['stream-v1', 'stream', 'SendStreamingMessage']]) {
-    const a = t.ours?.[v1]
-    const b = t.ours?.[v03]
+  // Server CPU µs per request of one load against another, same process, same run: A2A v1.0 against v0.3 (CONTRACT.md
+  // §11), HTTP+JSON against JSON-RPC v1.0 (§12), gRPC against JSON-RPC v1.0 (§13).
+  const versus = [
+    ['send-v1', 'send', 'v1.0 SendMessage CPU per request vs v0.3', 1.1],
+    ['stream-v1', 'stream', 'v1.0 SendStreamingMessage CPU per request vs v0.3', 1.1],
+    ['send-rest', 'send-v1', 'REST POST /message:send CPU per request vs JSON-RPC v1.0', 1.1],
+    ['stream-rest', 'stream-v1', 'REST POST /message:stream CPU per request vs JSON-RPC v1.0', 1.1],
+    ['send-grpc', 'send-v1', 'gRPC SendMessage CPU per request vs JSON-RPC v1.0', 1.2],
+    ['stream-grpc', 'stream-v1', 'gRPC SendStreamingMessage CPU per request vs JSON-RPC v1.0', 1.2]
+  ]
+  for (const [load, base, name, goal] of versus) {
+    const a = t.ours?.[load]
+    const b = t.ours?.[base]
     if (a === undefined || b === undefined) continue
     const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
-    add(`v1.0 ${name} CPU per request vs v0.3`, `${v}×`, '≤ 1.1×', v <= 1.1)
-  }
-  // The HTTP+JSON binding costs no more than JSON-RPC v1.0 (CONTRACT.md §12).
-  for (const [rest, rpc, name] of [['send-rest', 'send-v1', 'POST /message:send'], ['stream-rest', 'stream-v1', 'POST /message:stream']]) {
-    const a = t.ours?.[rest]
-    const b = t.ours?.[rpc]
-    if (a === undefined || b === undefined) continue
-    const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
-    add(`REST ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.1×', v <= 1.1)
-  }
-  // The gRPC binding costs at most 1.2× JSON-RPC v1.0 (issue: a binding over the same methods).
-  for (const [grpc, rpc, name] of [['send-grpc', 'send-v1', 'SendMessage'], ['stream-grpc', 'stream-v1', 'SendStreamingMessage']]) {
-    const a = t.ours?.[grpc]
-    const b = t.ours?.[rpc]
-    if (a === undefined || b === undefined) continue
-    const v = ratio(a.cpu / a.rps, b.cpu / b.rps)
-    add(`gRPC ${name} CPU per request vs JSON-RPC v1.0`, `${v}×`, '≤ 1.2×', v <= 1.2)
+    add(name, `${v}×`, `≤ ${goal}×`, v <= goal)
   }
   // Keeping each event for streams that resume costs little: CPU per stream with replay on vs off.
   if (t.ours?.stream !== undefined && t.ours['stream-no-replay'] !== undefined) {
