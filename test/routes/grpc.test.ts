@@ -272,3 +272,16 @@ t.test('a client that reads slowly gets every event: the stream waits for it, th
   t.equal(got.filter(m => m.artifactUpdate !== undefined).length, 8, 'every artifact')
   t.equal(got[got.length - 1].statusUpdate?.status?.state, 'TASK_STATE_COMPLETED')
 })
+
+t.test('tenancy: the card\'s tenant on the GRPC entries; a v1.0 request naming another tenant is INVALID_ARGUMENT naming `tenant`', async t => {
+  const { url, target } = await listenGrpc(t, { executor, config: { protocol: { tenant: 'acme' } } })
+  const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json() as any
+  t.same(card.supportedInterfaces.filter((i: any) => i.protocolBinding === 'GRPC').map((i: any) => i.tenant), ['acme', 'acme'])
+  const { v1 } = grpcClients(t, target)
+  const other = await unary(v1, 'SendMessage', { tenant: 'other', message: user('x') })
+  t.equal(other.error?.code, Status.INVALID_ARGUMENT)
+  t.match(statusDetails(other.error as any).details[1], { fieldViolations: [{ field: 'tenant' }] })
+  const ours = await unary(v1, 'SendMessage', { tenant: 'acme', message: user('mine') })
+  t.equal(ours.value?.task?.status?.state, 'TASK_STATE_COMPLETED')
+  t.equal((await unary(v1, 'GetTask', { tenant: 'acme', id: ours.value.task.id })).value?.id, ours.value.task.id)
+})
