@@ -112,10 +112,12 @@ protocol:
   rest: ${y(d.protocol.rest)}
   # id: lines on the default dialect's stream frames too (v1.0, REST and the a2a dialect always have them).
   sse_event_ids: ${y(d.protocol.sse_event_ids)}
-  # The gRPC binding: being built, so enabled must stay false in this version.
+  # The gRPC binding: both A2A services (lf.a2a.v1.A2AService, a2a.v1.A2AService) and grpc.health.v1 on a port of
+  # their own (on server.host; not server.port).
   grpc:
     enabled: ${y(d.protocol.grpc.enabled)}
     port: ${y(d.protocol.grpc.port)}
+    # The card's URL for it; empty: grpc://<host>:<port>. grpc-js clients (@a2a-js/sdk) dial host:port: set that.
     advertised_url: ${y(d.protocol.grpc.advertised_url)}
   # The A2A v1.0 tenant the agent is served as: on every card interface, and the v1.0 REST routes also under
   # /<tenant>/. Letters, digits and . _ ~ - (not v1). Unset: none.
