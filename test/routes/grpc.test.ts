@@ -9,6 +9,11 @@ import { freePort } from '../../scripts/redis-server.js'
 // scopes, limits and audit; a2a-version; errors as google.rpc.Status; bad input; health; the card; drain.
 
 const executor = waitOrEchoInTwo
+
+/** A stream's first message; the client then stops reading until it resumes (a listener of its own first). */
+function firstThenPause (call: { once: (event: 'data', listener: (message: any) => void) => unknown, pause: () => unknown }): Promise<any> {
+  return new Promise(resolve => call.once('data', message => { call.pause(); resolve(message) }))
+}
 const user = (text: string, extra: Record<string, unknown> = {}) => ({ messageId: `g-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }], ...extra })
 
 t.test('errors are google.rpc.Status with ErrorInfo (and BadRequest for bad params) in grpc-status-details-bin', async t => {
@@ -240,12 +245,12 @@ t.test('a client that stops reading is cut off past 1 MiB waiting for it (RESOUR
   const { app, target } = await listenGrpc(t, { executor: big })
   const { v1 } = grpcClients(t, target)
   const call = v1.SendStreamingMessage({ message: user('big') })
-  const got: unknown[] = []
   const ended = new Promise<any>(resolve => { call.on('error', resolve); call.on('end', () => resolve(undefined)) })
-  call.on('data', (message: unknown) => { got.push(message); if (got.length === 1) call.pause() })
+  const got: unknown[] = [await firstThenPause(call)]
   await until(async () => (await app.a2aTasks.store.list({ pageSize: 1 })).tasks[0]?.task.status.state === 'completed', 1000)
   await until(() => app.a2aGrpc?.binding?.size === 0, 1000)
   t.pass('the server let the stream go')
+  call.on('data', (message: unknown) => got.push(message))
   call.resume()
   const error = await ended
   t.equal(error?.code, Status.RESOURCE_EXHAUSTED)
@@ -263,10 +268,10 @@ t.test('a client that reads slowly gets every event: the stream waits for it, th
   const { app, target } = await listenGrpc(t, { executor: some })
   const { v1 } = grpcClients(t, target)
   const call = v1.SendStreamingMessage({ message: user('some') })
-  const got: any[] = []
   const ended = new Promise<any>(resolve => { call.on('error', resolve); call.on('end', () => resolve(undefined)) })
-  call.on('data', (message: unknown) => { got.push(message); if (got.length === 1) call.pause() })
+  const got: any[] = [await firstThenPause(call)]
   await until(async () => (await app.a2aTasks.store.list({ pageSize: 1 })).tasks[0]?.task.status.state === 'completed', 1000)
+  call.on('data', (message: unknown) => got.push(message))
   call.resume()
   t.equal(await ended, undefined, 'ended with OK')
   t.equal(got.filter(m => m.artifactUpdate !== undefined).length, 8, 'every artifact')
