@@ -171,6 +171,12 @@ export function markdown (r) {
     lines.push('bare grpc-js (`bench/bare-grpc.js`: a canned Task, no target of its own) cost ' +
       `${Math.round(each(grpcFloor))} µs of server CPU per SendMessage, ${ratio(each(grpcFloor), each(rpcOurs))}× what fastify-a2a's whole ` +
       `JSON-RPC v1.0 SendMessage cost; fastify-a2a's gRPC SendMessage cost ${ratio(each(grpcOurs), each(grpcFloor))}× bare grpc-js.`, '')
+    const h2 = r.targets['bare-h2']?.['send-grpc']
+    if (h2 !== undefined) {
+      lines.push('bare node:http2 (`bench/bare-h2.js`: canned bytes for the same call, no gRPC library on the server) cost ' +
+        `${Math.round(each(h2))} µs per SendMessage, ${ratio(each(h2), each(rpcOurs))}× fastify-a2a's whole JSON-RPC v1.0 ` +
+        `SendMessage; grpc-js cost ${ratio(each(grpcFloor), each(h2))}× it.`, '')
+    }
   }
   const redis = r.targets['ours-redis']?.redis
   if (redis !== undefined) {

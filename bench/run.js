@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,bare-grpc,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,bare-grpc,peer,ours,ours-key,ours-redis,ours-redis-2' },
+    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -84,6 +84,8 @@ const TARGETS = {
   floor: { label: 'the floor (least message/send)', args: port => [here('./floor.js'), String(port)], loads: ['send'] },
   // A reference too: what grpc-js alone costs a unary SendMessage (a canned Task), next to our gRPC binding's.
   'bare-grpc': { label: 'bare grpc-js (canned Task)', args: (port, _redis, grpcPort) => [here('./bare-grpc.js'), String(port), String(grpcPort)], loads: ['send-grpc'], grpc: true },
+  // Below it: Node's own HTTP/2 answering the same call with canned bytes, no gRPC library on the server.
+  'bare-h2': { label: 'bare node:http2 (canned gRPC reply)', args: (port, _redis, grpcPort) => [here('./bare-h2.js'), String(port), String(grpcPort)], loads: ['send-grpc'], grpc: true },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
   // And the HTTP+JSON routes (POST /message:send, /message:stream) and gRPC, compared with JSON-RPC v1.0.

@@ -24,11 +24,13 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
   t.match(results.targets['bare-grpc'], { 'send-grpc': figures }, 'bare grpc-js')
   t.equal(results.targets['bare-grpc']['send-grpc'].errors, 0, 'bare grpc-js errors')
+  t.match(results.targets['bare-h2'], { 'send-grpc': figures }, 'bare node:http2')
+  t.equal(results.targets['bare-h2']['send-grpc'].errors, 0, 'bare node:http2 errors')
   for (const id of ['bare', 'floor']) {
     t.match(results.targets[id], { send: figures, rssStart: Number, rssAfter: Number, rssIdle: Number }, id)
     t.equal(results.targets[id].send.errors, 0, `${id} send errors`)
@@ -70,6 +72,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
   t.match(report, /^bare grpc-js \(`bench\/bare-grpc\.js`.*\) cost \d+ µs of server CPU per SendMessage, [\d.]+× .*; fastify-a2a's gRPC SendMessage cost [\d.]+× bare grpc-js\.$/m)
+  t.match(report, /^bare node:http2 \(`bench\/bare-h2\.js`.*\) cost \d+ µs per SendMessage, [\d.]+× fastify-a2a's whole JSON-RPC v1\.0 SendMessage; grpc-js cost [\d.]+× it\.$/m)
   t.match(report, /\| message\/stream CPU per stream, events kept vs not \| [\d.]+× \| ≤ 1\.1× \|/)
   t.match(report, /\| gRPC SendMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
   t.match(report, /\| gRPC SendStreamingMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)

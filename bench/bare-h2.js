@@ -1,0 +1,41 @@
+// bare node:http2: what a unary gRPC `SendMessage` costs Node's own HTTP/2 with no gRPC library on the server, as a
+// reference below bare grpc-js. Every stream on the gRPC port is read to its end and answered with one canned,
+// pre-encoded `lf.a2a.v1.SendMessageResponse` (a completed Task, as bench/bare-grpc.js answers) and `grpc-status: 0`;
+// nothing is decoded, checked or stored. A tiny HTTP server on PORT answers the bench's readiness check.
+// Usage: node bench/bare-h2.js PORT GRPC_PORT
+import { createServer } from 'node:http'
+import { createServer as createHttp2Server } from 'node:http2'
+import { fileURLToPath } from 'node:url'
+import { loadSync } from '@grpc/proto-loader'
+
+const port = Number(process.argv[2] ?? 0)
+const grpcPort = Number(process.argv[3] ?? 0)
+const includeDirs = [fileURLToPath(new URL('../dist/schemas/proto/', import.meta.url))]
+const definition = loadSync('a2a/v1.0.1/a2a.proto', { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true, includeDirs })
+
+const task = {
+  id: '00000000-0000-4000-8000-000000000000',
+  contextId: '00000000-0000-4000-8000-000000000001',
+  status: { state: 'TASK_STATE_COMPLETED', timestamp: { seconds: '1798761600', nanos: 0 } },
+  artifacts: [{ artifactId: '00000000-0000-4000-8000-000000000002', name: 'Agent-result', parts: [{ text: 'echo: hello bench' }] }],
+  history: [{ messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'hello bench' }] }]
+}
+// The gRPC message frame: a flag byte (not compressed), the length (big-endian), the message.
+const message = definition['lf.a2a.v1.A2AService'].SendMessage.responseSerialize({ task })
+const frame = Buffer.alloc(5 + message.length)
+frame.writeUInt32BE(message.length, 1)
+message.copy(frame, 5)
+
+const server = createHttp2Server()
+server.on('stream', stream => {
+  stream.on('data', () => {})
+  stream.once('end', () => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc+proto' }, { waitForTrailers: true })
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }))
+    stream.end(frame)
+  })
+})
+server.listen(grpcPort, '127.0.0.1', () => {
+  // The bench's readiness check: a JSON-RPC answer with a completed task.
+  createServer((_req, res) => res.end('{"jsonrpc":"2.0","id":1,"result":{"status":{"state":"completed"}}}')).listen(port, '127.0.0.1')
+})
