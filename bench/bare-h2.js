@@ -5,23 +5,12 @@
 // Usage: node bench/bare-h2.js PORT GRPC_PORT
 import { createServer } from 'node:http'
 import { createServer as createHttp2Server } from 'node:http2'
-import { fileURLToPath } from 'node:url'
-import { loadSync } from '@grpc/proto-loader'
+import { a2aService, task } from './canned-grpc.js'
 
 const port = Number(process.argv[2] ?? 0)
 const grpcPort = Number(process.argv[3] ?? 0)
-const includeDirs = [fileURLToPath(new URL('../dist/schemas/proto/', import.meta.url))]
-const definition = loadSync('a2a/v1.0.1/a2a.proto', { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true, includeDirs })
-
-const task = {
-  id: '00000000-0000-4000-8000-000000000000',
-  contextId: '00000000-0000-4000-8000-000000000001',
-  status: { state: 'TASK_STATE_COMPLETED', timestamp: { seconds: '1798761600', nanos: 0 } },
-  artifacts: [{ artifactId: '00000000-0000-4000-8000-000000000002', name: 'Agent-result', parts: [{ text: 'echo: hello bench' }] }],
-  history: [{ messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'hello bench' }] }]
-}
 // The gRPC message frame: a flag byte (not compressed), the length (big-endian), the message.
-const message = definition['lf.a2a.v1.A2AService'].SendMessage.responseSerialize({ task })
+const message = a2aService.SendMessage.responseSerialize({ task })
 const frame = Buffer.alloc(5 + message.length)
 frame.writeUInt32BE(message.length, 1)
 message.copy(frame, 5)

@@ -1,0 +1,18 @@
+// What the two bare gRPC references (bench/bare-grpc.js, bench/bare-h2.js) answer: `lf.a2a.v1.A2AService` loaded from
+// the vendored proto with proto-loader, as any grpc-js server loads it, and one canned completed Task.
+import { fileURLToPath } from 'node:url'
+import { loadSync } from '@grpc/proto-loader'
+
+const includeDirs = [fileURLToPath(new URL('../dist/schemas/proto/', import.meta.url))]
+const definition = loadSync('a2a/v1.0.1/a2a.proto', { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true, includeDirs })
+
+/** The A2A v1.0 service's definition (its methods' serializers included). */
+export const a2aService = definition['lf.a2a.v1.A2AService']
+
+export const task = {
+  id: '00000000-0000-4000-8000-000000000000',
+  contextId: '00000000-0000-4000-8000-000000000001',
+  status: { state: 'TASK_STATE_COMPLETED', timestamp: { seconds: '1798761600', nanos: 0 } },
+  artifacts: [{ artifactId: '00000000-0000-4000-8000-000000000002', name: 'Agent-result', parts: [{ text: 'echo: hello bench' }] }],
+  history: [{ messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'hello bench' }] }]
+}
