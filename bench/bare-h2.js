@@ -3,9 +3,8 @@
 // pre-encoded `lf.a2a.v1.SendMessageResponse` (a completed Task, as bench/bare-grpc.js answers) and `grpc-status: 0`;
 // nothing is decoded, checked or stored. A tiny HTTP server on PORT answers the bench's readiness check.
 // Usage: node bench/bare-h2.js PORT GRPC_PORT
-import { createServer } from 'node:http'
 import { createServer as createHttp2Server } from 'node:http2'
-import { a2aService, task } from './canned-grpc.js'
+import { a2aService, answerReadiness, task } from './canned-grpc.js'
 
 const port = Number(process.argv[2] ?? 0)
 const grpcPort = Number(process.argv[3] ?? 0)
@@ -24,7 +23,4 @@ server.on('stream', stream => {
     stream.end(frame)
   })
 })
-server.listen(grpcPort, '127.0.0.1', () => {
-  // The bench's readiness check: a JSON-RPC answer with a completed task.
-  createServer((_req, res) => res.end('{"jsonrpc":"2.0","id":1,"result":{"status":{"state":"completed"}}}')).listen(port, '127.0.0.1')
-})
+server.listen(grpcPort, '127.0.0.1', () => answerReadiness(port))

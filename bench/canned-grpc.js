@@ -1,5 +1,7 @@
-// What the two bare gRPC references (bench/bare-grpc.js, bench/bare-h2.js) answer: `lf.a2a.v1.A2AService` loaded from
-// the vendored proto with proto-loader, as any grpc-js server loads it, and one canned completed Task.
+// What the two bare gRPC references (bench/bare-grpc.js, bench/bare-h2.js) share: `lf.a2a.v1.A2AService` loaded from
+// the vendored proto with proto-loader, as any grpc-js server loads it, the canned completed Task they answer, and the
+// HTTP server that answers the bench's readiness check.
+import { createServer } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { loadSync } from '@grpc/proto-loader'
 
@@ -15,4 +17,9 @@ export const task = {
   status: { state: 'TASK_STATE_COMPLETED', timestamp: { seconds: '1798761600', nanos: 0 } },
   artifacts: [{ artifactId: '00000000-0000-4000-8000-000000000002', name: 'Agent-result', parts: [{ text: 'echo: hello bench' }] }],
   history: [{ messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'hello bench' }] }]
+}
+
+/** The bench's readiness check on `port`: a JSON-RPC answer with a completed task, once the gRPC port listens. */
+export function answerReadiness (port) {
+  createServer((_req, res) => res.end('{"jsonrpc":"2.0","id":1,"result":{"status":{"state":"completed"}}}')).listen(port, '127.0.0.1')
 }
