@@ -16,6 +16,7 @@ import pushConfigStore from './plugins/push-config-store.js'
 import redisPlugin from './plugins/redis.js'
 import webhookNotifier from './plugins/webhook-notifier.js'
 import ssePlugin from './plugins/sse.js'
+import answersPlugin from './plugins/answers.js'
 import tasksPlugin from './plugins/tasks.js'
 import metricsPlugin from './plugins/metrics.js'
 import jsonRpcRoutes from './routes/json-rpc.js'
@@ -97,6 +98,7 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     await fastify.register(webhookNotifier, { config, resolve: opts.resolveWebhookHost, exemptUrl: sinks?.owns, onAttempt: metrics?.webhookAttempt })
   }
   await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
+  await fastify.register(answersPlugin, { config })
   await fastify.register(ssePlugin, {
     maxStreams: config.server.max_streams,
     slots: streamSlotsOf(config, fastify),
@@ -194,6 +196,7 @@ export default fp(a2a, { name: 'fastify-a2a', fastify: '5.x' })
 export type { MethodsPluginOptions } from './plugins/methods.js'
 export type { TasksPluginOptions } from './plugins/tasks.js'
 export type { SsePluginOptions } from './plugins/sse.js'
+export type { AnswersPluginOptions } from './plugins/answers.js'
 export type { PushConfigStoreOptions } from './plugins/push-config-store.js'
 export type { RedisPluginOptions } from './plugins/redis.js'
 export type { WebhookNotifierOptions } from './plugins/webhook-notifier.js'

@@ -68,6 +68,19 @@ export const ServerConfigSchema = obj({
   request_timeout: Int(60, { minimum: 1 }),
   max_request_size: Int(16_777_216, { minimum: 1024 }),
   max_streams: Int(1000, { minimum: 1 }),
+  /**
+   * Bytes of answers written and not yet taken by their clients, all connections and bindings together (HTTP answers
+   * and SSE streams, gRPC answers and streams): past it answers wait for room (services/answer-budget.ts). One answer
+   * always fits an idle server, however large.
+   */
+  max_answer_bytes: Int(33_554_432, { minimum: 65_536 }),
+  /** The same, per connection: a client that does not read holds at most this much (and one answer of any size). */
+  max_answer_bytes_per_connection: Int(4_194_304, { minimum: 65_536 }),
+  /**
+   * Seconds a connection may leave what was written to it untaken (no byte of it moving): past that it is closed,
+   * on every binding. A stream's heartbeats do not count as movement.
+   */
+  write_timeout: Int(30, { minimum: 1 }),
   heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
   shutdown_timeout: Type.Number({ default: 10, minimum: 0 }),
   /**

@@ -86,6 +86,13 @@ server:
   max_request_size: ${y(d.server.max_request_size)}
   # Open SSE streams of this instance, all callers together.
   max_streams: ${y(d.server.max_streams)}
+  # Bytes of answers written and not yet taken by their clients, all connections and bindings together; past it
+  # answers wait for room. One answer always fits an idle server, however large.
+  max_answer_bytes: ${y(d.server.max_answer_bytes)}
+  # The same per connection: what a client that does not read can hold (plus one answer of any size).
+  max_answer_bytes_per_connection: ${y(d.server.max_answer_bytes_per_connection)}
+  # Seconds a connection may leave what was written to it untaken before it is closed (every binding).
+  write_timeout: ${y(d.server.write_timeout)}
   # Seconds between the SSE heartbeat comments that keep a stream open.
   heartbeat_interval: ${y(d.server.heartbeat_interval)}
   # Seconds to let requests and streams finish on SIGTERM.
