@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // Runs a command (the tap suite) with a Redis for the tests, named by A2A_TEST_REDIS_URL in its environment:
-// - the Redis at A2A_TEST_REDIS_URL (default redis://127.0.0.1:6379) when it answers;
-// - otherwise a throwaway redis-server on a free port of 127.0.0.1 (nothing saved to disk), stopped at the end.
+// - the Redis at A2A_TEST_REDIS_URL when the variable is set (the run fails at once when it does not answer); the
+//   tests then use only its databases that are empty when they start, and never empty one they did not create;
+// - otherwise a throwaway redis-server on a free port of 127.0.0.1 (nothing saved to disk), stopped at the end, whose
+//   databases the tests empty freely (A2A_TEST_REDIS_OWNED=1). A Redis that happens to answer on 6379 is never used.
 // Some tests start redis-server processes of their own (stalls, restarts), so redis-server must be on the PATH either
 // way: without it this fails at once, with one line saying how to install it. Exits with the command's status.
 import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import { INSTALL_HINT, hasRedisServer, ping, startRedis } from './redis-server.js'
-
-const DEFAULT_URL = 'redis://127.0.0.1:6379'
 
 const [command, ...args] = process.argv.slice(2)
 if (!command) {
@@ -20,16 +20,21 @@ if (!hasRedisServer()) {
   process.exit(1)
 }
 
-const wanted = process.env.A2A_TEST_REDIS_URL || DEFAULT_URL
-let url = wanted
+const given = process.env.A2A_TEST_REDIS_URL
+let env
 let throwaway = null
-if (!await ping(wanted)) {
+if (given) {
+  if (!await ping(given)) {
+    console.error(`No Redis answers at ${given} (A2A_TEST_REDIS_URL): start it, or unset the variable to let the run start a throwaway redis-server.`)
+    process.exit(1)
+  }
+  env = { ...process.env, A2A_TEST_REDIS_OWNED: '' }
+} else {
   throwaway = await startRedis()
-  url = throwaway.url
-  console.error(`No Redis answers at ${wanted}: the tests use a throwaway redis-server at ${url}, stopped at the end.`)
+  env = { ...process.env, A2A_TEST_REDIS_URL: throwaway.url, A2A_TEST_REDIS_OWNED: '1' }
 }
 
-const child = spawn(command, args, { stdio: 'inherit', env: { ...process.env, A2A_TEST_REDIS_URL: url } })
+const child = spawn(command, args, { stdio: 'inherit', env })
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal))
 const status = await new Promise(resolve => {
   child.once('error', err => {

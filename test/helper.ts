@@ -212,21 +212,58 @@ export async function buildLogged (t: Teardown, opts: A2AOptions = {}): Promise<
 }
 
 /**
- * The Redis the tests use (each file its own database number): A2A_TEST_REDIS_URL, which `npm test` sets
- * (scripts/with-redis.js: the Redis on 127.0.0.1:6379, or a throwaway one when none answers there).
+ * The Redis the tests use (each file its own database numbers): A2A_TEST_REDIS_URL, which `npm test` sets
+ * (scripts/with-redis.js: a throwaway redis-server it starts and stops, unless the variable names one already).
  */
 export const TEST_REDIS = (() => {
-  const url = new URL(process.env.A2A_TEST_REDIS_URL || 'redis://127.0.0.1:6379')
+  const url = new URL(process.env.A2A_TEST_REDIS_URL || 'redis://127.0.0.1:0')
   return { url: `redis://${url.host}`, host: url.hostname, port: Number(url.port || 6379) }
 })()
 
-export const REDIS_UNREACHABLE = `Redis is not reachable at ${TEST_REDIS.url}: run the suite with npm test (it starts a ` +
-  'throwaway redis-server when none answers), or start one with ' +
-  'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
+/** The run started TEST_REDIS itself (scripts/with-redis.js): its databases are the tests' own to empty. */
+const OWNED_REDIS = process.env.A2A_TEST_REDIS_OWNED === '1'
+
+export const REDIS_UNREACHABLE = process.env.A2A_TEST_REDIS_URL
+  ? `Redis is not reachable at ${TEST_REDIS.url} (A2A_TEST_REDIS_URL): start it, or unset the variable and run the ` +
+    'suite with npm test or npm run test:only -- <file>, which start a throwaway redis-server'
+  : 'A2A_TEST_REDIS_URL is not set: run the suite with npm test, or one file with npm run test:only -- <file>; both ' +
+    'start a throwaway redis-server for the run'
+
+/** Databases of a Redis given in A2A_TEST_REDIS_URL that were empty when this process first used them. */
+const takenDbs = new Set<number>()
 
 /**
- * A Redis client on TEST_REDIS in the test's own `db`, flushed before and after. Fails the test (never skips)
- * with how to start Redis when none answers.
+ * Empties database `db` of TEST_REDIS for a test. The tests never empty a database they did not create: on a Redis
+ * the run started, `FLUSHDB`; on one given in A2A_TEST_REDIS_URL, a database is used only if it is empty when this
+ * process first uses it (else this throws, naming it), and later only the keys in it, this process's own, are
+ * deleted.
+ */
+export async function clearDb (client: import('ioredis').Redis, db: number, owned = OWNED_REDIS): Promise<void> {
+  if (owned) {
+    await client.flushdb()
+    return
+  }
+  if (!takenDbs.has(db)) {
+    const size = await client.dbsize()
+    if (size > 0) {
+      throw new Error(`db ${db} of the Redis at ${TEST_REDIS.url} (A2A_TEST_REDIS_URL) holds ${size} keys: the tests ` +
+        `use only databases that are empty when they start, and never empty one they did not create; free db ${db}, ` +
+        'or unset A2A_TEST_REDIS_URL to let the run start a Redis of its own')
+    }
+    takenDbs.add(db)
+    return
+  }
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await client.unlink(...keys)
+  } while (cursor !== '0')
+}
+
+/**
+ * A Redis client on TEST_REDIS in the test's own `db`, emptied before and after (`clearDb`). Fails the test (never
+ * skips) with how to get a Redis when none answers.
  */
 export async function redisDb (t: Teardown, db: number): Promise<import('ioredis').Redis> {
   const { Redis } = await import('ioredis')
@@ -234,13 +271,18 @@ export async function redisDb (t: Teardown, db: number): Promise<import('ioredis
   client.on('error', () => {})
   try {
     await client.connect()
-    await client.flushdb()
   } catch {
     client.disconnect()
     throw new Error(REDIS_UNREACHABLE)
   }
+  try {
+    await clearDb(client, db)
+  } catch (err) {
+    client.disconnect()
+    throw err
+  }
   t.teardown(async () => {
-    await client.flushdb().catch(() => {})
+    await clearDb(client, db).catch(() => {})
     client.disconnect()
   })
   return client

@@ -3,10 +3,10 @@ import t, { type Test } from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { RedisPushConfigStore } from '../../../services/push/redis-store.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
-import { REDIS_UNREACHABLE, TEST_REDIS, silentServer } from '../../helper.js'
+import { REDIS_UNREACHABLE, TEST_REDIS, clearDb, silentServer } from '../../helper.js'
 import { pushStoreContract } from './store-contract.js'
 
-// This file owns db 11 of the tests' Redis (TEST_REDIS), and flushes it before and after each use.
+// This file owns db 11 of the tests' Redis (TEST_REDIS), and empties it before and after each use (clearDb).
 const DB = 11
 const PREFIX = 'test:push:'
 const OPTS = { maxPerTask: 10 }
@@ -15,14 +15,14 @@ function service (url = TEST_REDIS.url): CacheService {
   return { type: 'cache', url, db: DB, max_connections: 20, retry_on_timeout: true }
 }
 
-/** A flushed client on our db, quit (after a last flush) when `t` ends. */
+/** An emptied client on our db, quit (after emptying it again) when `t` ends. */
 async function connect (t: Test): Promise<Redis> {
   const client = createRedisClient(service())
   t.teardown(async () => {
-    await client.flushdb().catch(() => {})
+    await clearDb(client, DB).catch(() => {})
     await quitWithin(client, 1_000)
   })
-  await client.flushdb()
+  await clearDb(client, DB)
   return client
 }
 
@@ -43,11 +43,11 @@ if (!await reachable()) {
 } else {
   pushStoreContract(t, 'redis', async () => {
     const client = createRedisClient(service())
-    await client.flushdb()
+    await clearDb(client, DB)
     return {
       store: new RedisPushConfigStore(client, { keyPrefix: PREFIX }),
       cleanup: async () => {
-        await client.flushdb()
+        await clearDb(client, DB)
         await quitWithin(client, 1_000)
       }
     }

@@ -5,10 +5,10 @@ import { TASK_STATES, type TaskState } from '../../../schemas/task.js'
 import { MemoryTaskStore } from '../../../services/tasks/memory-store.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
 import type { StoredTask, TaskListQuery, TaskStore } from '../../../services/tasks/store.js'
-import { redisDb } from '../../helper.js'
+import { clearDb, redisDb } from '../../helper.js'
 import { clock, moved, record } from './store-contract.js'
 
-// This file owns db 4 of the tests' Redis (TEST_REDIS) (6 to 15 are taken by other test files); flushed before each run.
+// This file owns db 4 of the tests' Redis (TEST_REDIS) (6 to 15 are taken by other test files); emptied before each run.
 const DB = 4
 const PREFIX = 'test:model:'
 const TTL_SECONDS = 3_600
@@ -50,7 +50,7 @@ async function pages (store: TaskStore, query: Omit<TaskListQuery, 'pageToken'>)
 t.test('random operation sequences give the same results on the memory and the Redis store', async t => {
   const client = await redisDb(t, DB)
   const property = fc.asyncProperty(fc.array(op, { maxLength: 40 }), fc.constantFrom(1, 2, 3, 100), async (ops, listBatchSize) => {
-    await client.flushdb()
+    await clearDb(client, DB)
     const c = clock()
     const memory = new MemoryTaskStore({ maxTasks: 10_000, ttlSeconds: TTL_SECONDS, now: c.now })
     const redis = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: TTL_SECONDS, listBatchSize })
