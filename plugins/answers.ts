@@ -1,12 +1,16 @@
 import fp from 'fastify-plugin'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { A2AConfig } from '../schemas/config.js'
-import { AnswerBudget } from '../services/answer-budget.js'
+import { AnswerBudget, type Taken } from '../services/answer-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Bytes of answers in flight, bounded over every binding (`server.max_answer_bytes`, services/answer-budget.ts). */
     a2aAnswers: AnswerBudget
+    /** The HTTP side of it: answers sent within the budget, and responses whose client stopped taking them closed. */
+    a2aReplies: HttpAnswers
   }
 }
 
@@ -14,13 +18,139 @@ export interface AnswersPluginOptions {
   config: A2AConfig
 }
 
+/** How often responses with untaken bytes are looked at: one is closed at most this much past `server.write_timeout`. */
+const WATCH_TICK_MS = 1000
+
+/** The connection an HTTP request came on: its socket (HTTP/1), or its HTTP/2 session. */
+export function connectionOf (req: IncomingMessage): object {
+  const stream = (req as { stream?: { session?: object } }).stream
+  return stream?.session ?? req.socket
+}
+
+/**
+ * Bytes written to a response that its client has not taken yet: what waits in the response and its socket, and
+ * (HTTP/1) what the socket's handle still holds of a write under way, which shrinks as the client reads.
+ */
+export function untaken (res: ServerResponse): number {
+  const handle = (res.socket as { _handle?: { writeQueueSize?: number } } | null)?._handle
+  return res.writableLength + (res.req.httpVersionMajor === 2 ? 0 : handle?.writeQueueSize ?? 0)
+}
+
+/**
+ * Closes a response's connection at once, dropping what the client has not taken: an HTTP/1 socket is reset (a
+ * closed one would keep its unsent bytes in the kernel, and its client would never see the end behind them); an
+ * HTTP/2 stream is reset on its own.
+ */
+export function reset (res: ServerResponse): void {
+  const socket = res.req.httpVersionMajor === 2 ? null : res.socket as (Socket | null)
+  if (socket !== null && !socket.destroyed) socket.resetAndDestroy()
+  else res.destroy()
+}
+
+interface Watched {
+  /** `untaken` at the last look. */
+  last: number
+  /** When those bytes last moved (or the watch began). */
+  since: number
+}
+
+/**
+ * The HTTP routes' answers within the answer budget, and the watch on responses whose client stopped taking them.
+ */
+export class HttpAnswers {
+  readonly budget: AnswerBudget
+  readonly #writeTimeoutMs: number
+  readonly #log: FastifyBaseLogger
+  readonly #watched = new Map<ServerResponse, Watched>()
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (budget: AnswerBudget, writeTimeoutMs: number, log: FastifyBaseLogger) {
+    this.budget = budget
+    this.#writeTimeoutMs = writeTimeoutMs
+    this.#log = log
+  }
+
+  /** Responses being watched. */
+  get watching (): number {
+    return this.#watched.size
+  }
+
+  /**
+   * Sends a JSON answer once the budget has room for it, and gives the room back once the response is done (taken
+   * by the client, or its connection gone). `serialize` runs again after a wait: a waiting answer holds its result,
+   * not its bytes. `write` sends the JSON it is given.
+   */
+  send (reply: FastifyReply, serialize: () => string, write: (json: string) => void): void {
+    const res = reply.raw
+    const connection = connectionOf(reply.request.raw)
+    const json = serialize()
+    const taken = this.budget.tryTake(connection, json.length)
+    if (taken !== null) {
+      this.#write(res, taken, json, write)
+      return
+    }
+    const gone = new AbortController()
+    const abort = (): void => gone.abort()
+    res.once('close', abort)
+    this.budget.take(connection, json.length, gone.signal).then(taken => {
+      res.off('close', abort)
+      this.#write(res, taken, serialize(), write)
+    }, () => {
+      // The client left while its answer waited: nothing to send, and nothing was taken.
+    })
+  }
+
+  #write (res: ServerResponse, taken: Taken, json: string, write: (json: string) => void): void {
+    res.once('close', taken.release)
+    write(json)
+    this.watch(res)
+  }
+
+  /**
+   * Watches a response until it is done: once what was written to it stops moving for `server.write_timeout`, its
+   * connection is closed (a client that stopped reading holds no socket and no memory). A stream's heartbeats must
+   * not be written while it has untaken bytes, or they would count as moving.
+   */
+  watch (res: ServerResponse): void {
+    if (res.writableFinished || res.destroyed || this.#watched.has(res)) return
+    this.#watched.set(res, { last: untaken(res), since: Date.now() })
+    res.once('close', () => this.#watched.delete(res))
+    this.#timer ??= setInterval(() => this.#look(), WATCH_TICK_MS).unref()
+  }
+
+  #look (): void {
+    const now = Date.now()
+    for (const [res, watched] of this.#watched) {
+      const bytes = untaken(res)
+      if (bytes === 0 || bytes !== watched.last) {
+        watched.last = bytes
+        watched.since = now
+      } else if (now - watched.since >= this.#writeTimeoutMs) {
+        this.#watched.delete(res)
+        this.#log.info({ untaken: bytes }, 'connection closed: its client took nothing of what was written within server.write_timeout')
+        reset(res)
+      }
+    }
+    if (this.#watched.size === 0) this.close()
+  }
+
+  close (): void {
+    clearInterval(this.#timer)
+    this.#timer = undefined
+  }
+}
+
 /** The one answer budget of this agent, which the HTTP routes, the SSE hub and the gRPC binding share. */
 const answersPlugin: FastifyPluginAsync<AnswersPluginOptions> = async (fastify, opts) => {
   const { server } = opts.config
-  fastify.decorate('a2aAnswers', new AnswerBudget({
+  const budget = new AnswerBudget({
     maxBytes: server.max_answer_bytes,
     maxBytesPerConnection: server.max_answer_bytes_per_connection
-  }))
+  })
+  const replies = new HttpAnswers(budget, server.write_timeout * 1000, fastify.log.child({ component: 'answers' }))
+  fastify.decorate('a2aAnswers', budget)
+  fastify.decorate('a2aReplies', replies)
+  fastify.addHook('onClose', async () => replies.close())
 }
 
 export default fp(answersPlugin, { name: 'a2a-answers', fastify: '5.x' })

@@ -45,6 +45,9 @@ interface Answer {
  */
 const REFUSAL_READ_LIMIT = 64 * 1024
 
+/** What Fastify would give an object body. */
+const JSON_ANSWER = 'application/json; charset=utf-8'
+
 /**
  * Counts an answered JSON-RPC request in the metrics, when they are on: by method, code (0 for a result) and
  * duration. `GET /openrpc.json` shares this context and its error answers, but is no JSON-RPC request.
@@ -69,6 +72,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     done()
   })
 
+  const replies = fastify.a2aReplies
   /** Every JSON answer of this context, result or error, goes out through here (streams go through the hub). */
   function send (reply: FastifyReply, body: unknown, err?: JsonRpcError): FastifyReply {
     if (err !== undefined && err.httpStatus !== 200) {
@@ -78,8 +82,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     if (closing && reply.request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
     // Counted once its status is set: an answer refused there is counted as the error it then becomes.
     observe(reply, err?.code ?? 0)
-    // An object body gets Fastify's `application/json; charset=utf-8`; setting it here would only be parsed again.
-    return reply.send(body)
+    // Within the answer budget: an answer waits for room rather than pile up unread (plugins/answers.ts).
+    replies.send(reply, () => JSON.stringify(body), json => reply.type(JSON_ANSWER).send(json))
+    return reply
   }
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {

@@ -199,12 +199,14 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
 
   // Answers leave together at the end of the event loop's turn, as JSON-RPC answers do (services/json-rpc/outbox.ts:
   // a client woken once per turn, not once per answer). One that cannot be sent becomes its request's error.
-  const outbox = new Outbox<{ reply: FastifyReply, status: number, body: string | undefined }>(
-    ({ reply, status, body }) => {
-      if (body === undefined) reply.code(status).send()
-      else reply.code(status).type(A2A_JSON).send(body)
-    },
-    ({ reply }, err) => reply.send(err))
+  // A body goes out within the answer budget (plugins/answers.ts): serialized when it is sent, again after a wait.
+  const replies = fastify.a2aReplies
+  function answer ({ reply, status, body }: { reply: FastifyReply, status: number, body: (() => string) | undefined }): void {
+    reply.code(status)
+    if (body === undefined) reply.send()
+    else replies.send(reply, body, json => reply.type(A2A_JSON).send(json))
+  }
+  const outbox = new Outbox(answer, ({ reply }, err) => reply.send(err))
 
   /** The method's context for a call of this request. */
   function contextOf (request: FastifyRequest, principal: Principal, wire?: 'rest03'): MethodContext {
@@ -224,7 +226,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     const result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
     observe(reply, 0)
     const status = answering.status ?? 200
-    const body = status === 204 ? undefined : JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
+    const body = status === 204 ? undefined : () => JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
     outbox.push({ reply, status, body })
     // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
     return reply

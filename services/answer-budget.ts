@@ -16,7 +16,7 @@
  * - a stream: `tryTake` for each event; when it gives null the stream holds its events (coalescing them) and waits
  *   with `take(connection, bytes)` for the size of the event it could not write. The grant is a reservation: the
  *   stream's next write `exchange`s it for that write's own size, whatever the room, so a granted stream always
- *   moves on.
+ *   moves on. What must go out regardless (the last snapshot at shutdown) is taken with `takeNow`.
  */
 
 export interface AnswerBudgetOptions {
@@ -113,6 +113,11 @@ export class AnswerBudget {
     const next = this.#take(connection, bytes)
     taken.release()
     return next
+  }
+
+  /** Takes `bytes` whatever the room: what must be written regardless (a stream's last snapshot at shutdown). */
+  takeNow (connection: object, bytes: number): Taken {
+    return this.#take(connection, bytes)
   }
 
   #fits (connection: object, bytes: number): boolean {

@@ -10,18 +10,32 @@ import type { StoredTask } from './store.js'
 export interface StreamSink {
   /**
    * Writes one result (already JSON), with its SSE event id when the stream has ids (the task's version). Returns
-   * false when the consumer is not keeping up: wait for `drain`.
+   * false when the consumer is not keeping up: wait for `drain`; null when it was not written (the server has no
+   * room for it now): hold it, and wait for `drain`.
    */
-  write (resultJson: string, id?: number): boolean
+  write (resultJson: string, id?: number): boolean | null
   end (): void
-  /** Bytes written but not yet taken by the consumer. */
+  /** Bytes written but not yet taken by the consumer, beyond the result being written (which may be of any size). */
   queued (): number
   /** Cuts the consumer off: it let too much pile up (CONTRACT.md §7). */
   abort (): void
+  /**
+   * Held and queued bytes past which the consumer is cut off at once. Default MAX_QUEUED_BYTES; a sink whose binding
+   * itself cuts off a consumer that stops reading (SSE: MAX_QUEUED_BYTES once it has taken nothing for a while)
+   * gives MAX_BEHIND_BYTES, so that one that reads is never cut off for being behind by a large event.
+   */
+  readonly limit?: number
 }
 
-/** CONTRACT.md §7: a consumer may have at most this much waiting for it. */
+/** CONTRACT.md §7: a consumer that does not read may have at most this much waiting for it. */
 export const MAX_QUEUED_BYTES = 1024 * 1024
+
+/**
+ * However fast it reads, a consumer may not fall further behind than this, held and queued beyond the result being
+ * written, on a binding that cuts off consumers that stop reading by itself (`StreamSink.limit`): past it the stream
+ * is cut off at once, so what a fast agent piles up for one consumer stays bounded between the binding's looks.
+ */
+export const MAX_BEHIND_BYTES = 16 * 1024 * 1024
 
 /**
  * How a stream's results are written: A2A v0.3 in one of its dialects, A2A v1.0 (`v1`: StreamResponse objects,
@@ -207,6 +221,11 @@ export class TaskEventStream {
     return this.#ids ? this.#afterVersion : undefined
   }
 
+  /** About how many bytes of results wait for the consumer here (not written yet). */
+  held (): number {
+    return this.#heldBytes
+  }
+
   /** Starts writing: everything held so far, then live events. */
   attach (sink: StreamSink): void {
     this.#sink = sink
@@ -219,9 +238,10 @@ export class TaskEventStream {
     if (sink === null) return
     this.#blocked = false
     while (this.#held.length > 0 && !this.#blocked) {
-      const held = this.#held.shift() as Held
+      const held = this.#held[0]
+      if (!this.#write(sink, held.result, held.json)) break
+      this.#held.shift()
       this.#heldBytes -= held.bytes
-      this.#write(sink, held.result, held.json)
     }
     if (this.#held.length === 0) this.#heldBytes = 0
     if (this.#held.length === 0 && this.#final) sink.end()
@@ -252,18 +272,26 @@ export class TaskEventStream {
     }
     const sink = this.#sink
     if (sink !== null && !this.#blocked && this.#held.length === 0) {
-      this.#write(sink, result)
-      if (final) sink.end()
-      return
+      if (this.#write(sink, result)) {
+        if (final) sink.end()
+        return
+      }
     }
     this.#hold(result)
-    if (sink !== null && this.#heldBytes + sink.queued() > MAX_QUEUED_BYTES) sink.abort()
+    if (sink !== null && this.#heldBytes + sink.queued() > (sink.limit ?? MAX_QUEUED_BYTES)) sink.abort()
   }
 
-  #write (sink: StreamSink, result: Result, json = this.#json(result)): void {
+  /** Writes one result; false when the sink had no room for it (nothing written: the caller holds it). */
+  #write (sink: StreamSink, result: Result, json = this.#json(result)): boolean {
+    const written = sink.write(json, this.#ids ? result.version : undefined)
+    if (written === null) {
+      this.#blocked = true
+      return false
+    }
     this.#lastBytes = json.length
-    this.#blocked = !sink.write(json, this.#ids ? result.version : undefined)
+    this.#blocked = !written
     this.#written++
+    return true
   }
 
   /**

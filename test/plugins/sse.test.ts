@@ -2,25 +2,31 @@ import { connect as connectHttp2 } from 'node:http2'
 import { connect } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import t from 'tap'
+import pino from 'pino'
+import { HttpAnswers } from '../../plugins/answers.js'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
-import { h2Post, parseSse, processWarnings, until } from '../helper.js'
+import { AnswerBudget } from '../../services/answer-budget.js'
+import { h2Post, logCapture, parseSse, processWarnings, until } from '../helper.js'
 
 /** A hand-driven source: the test writes and ends it. */
 function manualSource (id?: number) {
-  let sink: { write (json: string, id?: number): boolean, end (): void } | undefined
+  let sink: { write (json: string, id?: number): boolean | null, end (): void, abort (): void } | undefined
   let closed = 0
+  let drains = 0
   const source: EventSource = {
     attach (s) { sink = s },
-    drain () {},
+    drain () { drains++ },
     close () { closed++ },
     snapshot: () => '{"snapshot":true}',
     snapshotId: () => id
   }
   return {
     source,
-    write: (json: string, eventId?: number) => (sink as { write (json: string, id?: number): boolean }).write(json, eventId),
+    write: (json: string, eventId?: number) => (sink as { write (json: string, id?: number): boolean | null }).write(json, eventId),
     end: () => sink?.end(),
-    closed: () => closed
+    abort: () => sink?.abort(),
+    closed: () => closed,
+    drains: () => drains
   }
 }
 
@@ -161,7 +167,7 @@ t.test('a client that resets its socket before the stream opens frees its slot a
 t.test('a write to a response destroyed before its close event ends the stream at once', async t => {
   const fastify = Fastify({ logger: false })
   await fastify.register(ssePlugin, { maxStreams: 10, heartbeatMs: 60_000 })
-  const seen: Array<{ write: boolean, size: number, closed: number }> = []
+  const seen: Array<{ write: boolean | null, size: number, closed: number }> = []
   fastify.post('/stream', async function (_request, reply) {
     const s = manualSource()
     this.a2aStreams.open(reply, 'id-1', s.source)
@@ -266,4 +272,90 @@ t.test('over HTTP/2 a stream goes out without a connection header, and node has 
   session.close()
   await new Promise(resolve => setImmediate(resolve))
   t.same(warnings, [])
+})
+
+t.test('a stream whose client takes nothing gets no keep-alive, and is reset after server.write_timeout with its slot given back', async t => {
+  const budget = new AnswerBudget({ maxBytes: Infinity, maxBytesPerConnection: Infinity })
+  const logs = logCapture()
+  const answers = new HttpAnswers(budget, 1000, pino({ level: 'info' }, logs.stream))
+  const { fastify, url, sources } = await app(t, { heartbeatMs: 10, maxStreams: 1, answers })
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.pause()
+  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+  await until(() => sources.length === 1)
+  // One event larger than the kernel's socket buffers take: the event being written, which the 1 MiB rule spares.
+  sources[0].write(JSON.stringify({ text: 'x'.repeat(24 * 1024 * 1024) }))
+  t.ok(budget.bytes > 0, 'what was written counts until its client takes it')
+  t.equal(fastify.a2aStreams.take(), null, 'the stream holds the only slot')
+  await until(() => fastify.a2aStreams.size === 0, 1000)
+  t.equal(sources[0].closed(), 1, 'the source is closed: the task goes on without this client')
+  t.equal(budget.bytes, 0, 'the room it held is back')
+  t.equal(answers.watching, 0)
+  const slot = fastify.a2aStreams.take()
+  t.type(slot, 'function', 'its slot is free again')
+  slot?.()
+  t.match(logs.lines(), [{ msg: /within server\.write_timeout/, untaken: Number }])
+  // Reading now, the client finds no keep-alive behind the event, and its connection reset.
+  let received = ''
+  const ended = new Promise(resolve => {
+    socket.on('error', resolve)
+    socket.on('close', resolve)
+  })
+  socket.on('data', chunk => { received += chunk.toString('latin1').slice(-64) })
+  socket.resume()
+  await ended
+  t.notMatch(received, /keep-alive/, 'no keep-alive went to a client that took nothing')
+})
+
+t.test('an event the answer budget has no room for is refused unwritten; the stream drains once room comes back', async t => {
+  const budget = new AnswerBudget({ maxBytes: 1024, maxBytesPerConnection: 1024 })
+  const answers = new HttpAnswers(budget, 30_000, pino({ level: 'silent' }))
+  const { url, sources } = await app(t, { answers })
+  const other = budget.tryTake({}, 1000) as NonNullable<ReturnType<AnswerBudget['tryTake']>>
+  const pending = fetch(url + '/stream', { method: 'POST' })
+  await until(() => sources.length === 1)
+  const event = JSON.stringify({ text: 'x'.repeat(100) })
+  t.equal(sources[0].write(event), null, 'no room: nothing written')
+  t.equal(sources[0].write(event), null, 'still none, and one wait for it')
+  t.equal(budget.waiting, 1)
+  t.equal(sources[0].drains(), 0)
+  other.release()
+  await until(() => sources[0].drains() === 1)
+  t.equal(budget.bytes, 0, 'the reservation went back: the source wrote nothing with it')
+  t.equal(sources[0].write(event), true, 'room again')
+  sources[0].end()
+  const raw = await (await pending).text()
+  t.equal(parseSse(raw).events.length, 1)
+})
+
+t.test('a stream that goes while it waits for room gives up the wait', async t => {
+  const budget = new AnswerBudget({ maxBytes: 1024, maxBytesPerConnection: 1024 })
+  const answers = new HttpAnswers(budget, 30_000, pino({ level: 'silent' }))
+  const { fastify, url, sources } = await app(t, { answers })
+  const other = budget.tryTake({}, 1000) as NonNullable<ReturnType<AnswerBudget['tryTake']>>
+  const ac = new AbortController()
+  await fetch(url + '/stream', { method: 'POST', signal: ac.signal })
+  await until(() => sources.length === 1)
+  t.equal(sources[0].write('{"n":1}'), null)
+  t.equal(budget.waiting, 1)
+  ac.abort()
+  await until(() => fastify.a2aStreams.size === 0)
+  t.equal(budget.waiting, 0, 'the wait went with the stream')
+  other.release()
+  t.equal(budget.bytes, 0)
+})
+
+t.test('room granted to a stream cut off in the same tick goes back at once', async t => {
+  const budget = new AnswerBudget({ maxBytes: 1024, maxBytesPerConnection: 1024 })
+  const answers = new HttpAnswers(budget, 30_000, pino({ level: 'silent' }))
+  const { fastify, url, sources } = await app(t, { answers })
+  const other = budget.tryTake({}, 1000) as NonNullable<ReturnType<AnswerBudget['tryTake']>>
+  fetch(url + '/stream', { method: 'POST' }).then(res => res.text()).catch(() => {})
+  await until(() => sources.length === 1)
+  t.equal(sources[0].write('{"n":1}'), null)
+  other.release()
+  sources[0].abort()
+  await until(() => fastify.a2aStreams.size === 0 && budget.bytes === 0)
+  t.equal(sources[0].drains(), 0, 'the source of a stream gone is not asked to write')
 })

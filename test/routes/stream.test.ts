@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
 import t from 'tap'
 import type { AgentExecutor } from '../../index.js'
 import { call, listen, postStream, rpc, until, userMessage } from '../helper.js'
@@ -163,17 +163,17 @@ t.test('cancel ends every stream of the task with a canceled event', async t => 
   t.equal(app.a2aTasks.bus.listenerCount(), 0)
 })
 
-t.test('a consumer that never reads is cut off past 1 MiB queued, and the task still completes', async t => {
+t.test('a consumer that never reads is cut off past 1 MiB queued, even once the task has ended, and the task still completes', async t => {
   const chunk = 'x'.repeat(64 * 1024)
   const executor: AgentExecutor = async function * () {
     for (let i = 0; i < 200; i++) yield { kind: 'artifact', parts: [{ kind: 'text', text: chunk }] }
   }
   const { app, url } = await listen(t, { executor })
   const { port } = new URL(url)
-  let opened = false
+  let response: IncomingMessage | undefined
   const closed = new Promise<void>(resolve => {
     const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'content-type': 'application/json' } }, res => {
-      opened = true
+      response = res
       res.pause() // never read a byte
       res.on('close', () => resolve())
       res.on('error', () => resolve())
@@ -181,7 +181,13 @@ t.test('a consumer that never reads is cut off past 1 MiB queued, and the task s
     req.on('error', () => resolve())
     req.end(JSON.stringify(rpc('message/stream', { message: userMessage('x') })))
   })
-  await until(() => opened)
+  await until(() => response !== undefined)
+  // The task ends at once and so does its stream, with megabytes its client never takes: the stream still holds its
+  // slot (the open-streams count says so) until it is cut off, two seconds after its client last took anything.
+  await until(() => app.a2aStreams.size === 0, 3000)
+  t.equal(app.a2aAnswers.bytes, 0, 'what was written to it no longer counts against the answer budget')
+  // A paused client sees its connection reset once it reads again.
+  response?.resume()
   await closed
   t.equal(app.a2aStreams.size, 0, 'the server closed the stream')
   t.equal(app.a2aTasks.bus.listenerCount(), 0)

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
-import { TaskEventStream, eventResult } from '../../../services/tasks/task-stream.js'
+import { MAX_BEHIND_BYTES, TaskEventStream, eventResult } from '../../../services/tasks/task-stream.js'
 
 function task (state: Task['status']['state'], artifacts: Task['artifacts'] = []): Task {
   return { id: 't1', contextId: 'c1', kind: 'task', status: { state, timestamp: '2025-01-01T00:00:00.000Z' }, artifacts, history: [], metadata: null }
@@ -147,7 +147,7 @@ t.test('a2a dialect: appended chunks of one artifact merge while the consumer is
   t.equal(s.aborted(), 0)
 })
 
-t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut off', async t => {
+t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut off, by default', async t => {
   const bus = new MemoryTaskEventBus()
   const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
@@ -159,6 +159,47 @@ t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut 
   t.equal(s.aborted(), 0)
   bus.publish('t1', chunk(4, 'y'.repeat(200 * 1024)))
   t.equal(s.aborted(), 1, 'what waits (200 KiB) and what is queued (900 KiB) pass the limit')
+})
+
+t.test('a2a dialect: a consumer whose held and queued results pass its sink\'s limit is cut off at once', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const s = slowSink()
+  stream.attach({ ...s.sink, limit: MAX_BEHIND_BYTES })
+  s.state.full = true
+  s.state.queued = MAX_BEHIND_BYTES - 300 * 1024
+  bus.publish('t1', chunk(2, 'x'.repeat(1000), false))
+  bus.publish('t1', status(3, 'in_progress'))
+  t.equal(s.aborted(), 0)
+  t.ok(stream.held() > 0, 'what is held is counted')
+  bus.publish('t1', chunk(4, 'y'.repeat(400 * 1024)))
+  t.equal(s.aborted(), 1, 'what waits (400 KiB) and what is queued pass the limit')
+})
+
+t.test('a result the sink has no room for is not lost: it is held, in order, and written on the next drain', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const out: string[] = []
+  let room = false
+  let ended = 0
+  stream.attach({
+    write: json => {
+      if (!room) return null
+      out.push(json)
+      return true
+    },
+    end: () => { ended++ },
+    queued: () => 0,
+    abort: () => {}
+  })
+  t.same(out, [], 'the first result (the task) found no room')
+  bus.publish('t1', status(2, 'in_progress'))
+  bus.publish('t1', status(3, 'completed', true))
+  t.equal(ended, 0)
+  room = true
+  stream.drain()
+  t.same(out.map(j => JSON.parse(j).kind), ['task', 'status-update', 'status-update'])
+  t.equal(ended, 1, 'the stream ends once its last result is written')
 })
 
 t.test('a drain that finds the consumer behind again keeps the rest held, in order', async t => {
