@@ -5,13 +5,14 @@
 // SIGKILL and Redis restarted in the middle, then the invariants checked.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { Agent, request } from 'undici'
+import { request } from 'undici'
+import { CLI, body, dispatcher, freePort, message, rpc, rssMb } from './soak-common.js'
+import { redisSoak } from './soak-redis.js'
 
 const { values } = parseArgs({
   options: {
@@ -24,12 +25,6 @@ const { values } = parseArgs({
 const DURATION_MS = Number(values.duration) * 1000
 const TASKS = Number(values.tasks)
 const MAX_RSS_MB = Number(values['max-rss'])
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
-const dispatcher = new Agent({ connections: 64, pipelining: 1 })
-
-let seq = 0
-const body = (method, params) => JSON.stringify({ jsonrpc: '2.0', id: ++seq, method, params })
-const message = text => ({ kind: 'message', role: 'user', messageId: `soak-${++seq}`, parts: [{ kind: 'text', text }] })
 
 /** A webhook receiver that fails half the deliveries, so retries run all the time. */
 async function receiver () {
@@ -45,31 +40,6 @@ async function receiver () {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   return { server, url: `http://127.0.0.1:${server.address().port}/hook`, count: () => count }
-}
-
-async function freePort () {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address()
-  srv.close()
-  return port
-}
-
-/** The process's RSS, MB; 0 for one that has just died (its status has no VmRSS any more, or is gone). */
-function rssMb (pid) {
-  let status = ''
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  } catch {}
-  const m = /VmRSS:\s+(\d+)/.exec(status)
-  return m === null ? 0 : Number(m[1]) / 1024
-}
-
-async function rpc (url, method, params, headers = {}) {
-  const res = await request(url, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', ...headers }, body: body(method, params) })
-  const text = await res.body.text()
-  if (res.statusCode >= 500) throw new Error(`${method}: HTTP ${res.statusCode} ${text.slice(0, 200)}`)
-  return text.length > 0 && res.headers['content-type']?.includes('json') ? JSON.parse(text) : text
 }
 
 /** The traffic mix: each worker loops until the deadline. Returns counts by kind. */
@@ -172,227 +142,7 @@ async function main () {
   }
 }
 
-/** A private redis-server on a free port, with an append-only file, so that a restart keeps what was written. */
-async function privateRedis (dir) {
-  const port = await freePort()
-  let child
-  const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes',
-      '--appendfsync', 'always', '--dir', dir], { stdio: 'ignore' })
-    for (let i = 0; i < 100; i++) {
-      const up = await new Promise(resolve => {
-        const probe = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] })
-        let out = ''
-        probe.stdout.on('data', d => { out += d })
-        probe.on('exit', () => resolve(out.trim() === 'PONG'))
-      })
-      if (up) return
-      await new Promise(resolve => setTimeout(resolve, 50))
-    }
-    throw new Error('redis-server did not start')
-  }
-  await start()
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    /** SIGTERM (Redis writes its file and exits), then the same server again. */
-    restart: async () => {
-      const old = child
-      old.kill('SIGTERM')
-      await once(old, 'exit')
-      await start()
-    },
-    stop: () => { if (child.exitCode === null) child.kill('SIGKILL') }
-  }
-}
-
-/**
- * A receiver that answers 500 to the first attempt of each (task, state) delivery, so every delivery is retried, and
- * acknowledges the next; it records what it acknowledged, by task and state. (Failing every other request instead
- * would let a delivery lose all its attempts by chance, which is the receiver's doing, not a loss.)
- */
-async function recordingReceiver () {
-  let count = 0
-  const seen = new Set()
-  const acknowledged = new Map()
-  const server = createServer((req, res) => {
-    let raw = ''
-    req.on('data', chunk => { raw += chunk })
-    req.on('end', () => {
-      count++
-      let task
-      try {
-        task = JSON.parse(raw)
-      } catch {
-        res.statusCode = 400
-        return res.end()
-      }
-      const key = `${task.id} ${task.status.state}`
-      if (!seen.has(key)) {
-        seen.add(key)
-        res.statusCode = 500
-        return res.end()
-      }
-      const states = acknowledged.get(task.id) ?? new Set()
-      states.add(task.status.state)
-      acknowledged.set(task.id, states)
-      res.statusCode = 204
-      res.end()
-    })
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return { server, url: `http://127.0.0.1:${server.address().port}/hook`, count: () => count, acknowledged }
-}
-
-/** One `serve` process of the scale-out run. */
-function instance (config, port) {
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', String(port)], {
-    env: { ...process.env, LOG_LEVEL: 'error', A2A_CONFIG: '' },
-    stdio: ['ignore', 'inherit', 'inherit']
-  })
-  return { child, url: `http://127.0.0.1:${port}/` }
-}
-
-async function healthy (url) {
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`${url}health`).then(r => r.ok, () => false)) return
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-  throw new Error(`${url} did not come up`)
-}
-
-/**
- * The scale-out soak: two instances sharing a private Redis take sends (blocking and not), streams read to the end
- * and abandoned, and cancels, every task with a push config to a receiver that fails each delivery's first attempt. A third of
- * the way in, instance A is killed with SIGKILL and started again; two thirds in, Redis is restarted. Then, once the
- * tasks have had time to settle: every task must be terminal, every task's final state (and `in_progress` for a
- * completed one) must have been delivered at least once, no instance may hold a stream, and no RSS sample may pass
- * --max-rss.
- */
-async function redisSoak () {
-  const dir = mkdtempSync(join(tmpdir(), 'a2a-soak-redis-'))
-  const redis = await privateRedis(dir)
-  const hook = await recordingReceiver()
-  const config = join(dir, 'agent.yml')
-  writeFileSync(config, [
-    'agent:', '  name: Soak', '  delay_ms: 50',
-    'server:', '  shutdown_timeout: 2',
-    'metrics:', '  enabled: true',
-    'tasks:', '  backend: kvcache', '  lease_ttl: 2',
-    'push_notifications:', '  backend: kvcache', '  config:', '    allowed_networks: [127.0.0.0/8]', '    retry_delay: 0.2', '    max_retries: 6',
-    'services:', '  cache:', '    type: cache', `    url: ${redis.url}`
-  ].join('\n') + '\n')
-  const ports = [await freePort(), await freePort()]
-  const servers = ports.map(port => instance(config, port))
-  const stopAll = () => { for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL') }
-  process.on('exit', stopAll)
-  const ids = new Set()
-  const peaks = [0, 0]
-  const faults = []
-  try {
-    await Promise.all(servers.map(s => healthy(s.url)))
-    const start = Date.now()
-    const deadline = start + DURATION_MS
-    const sampler = setInterval(() => {
-      servers.forEach((s, i) => { if (s.child.exitCode === null) peaks[i] = Math.max(peaks[i], rssMb(s.child.pid)) })
-    }, 1000)
-    const push = { pushNotificationConfig: { url: hook.url } }
-    const counts = { send: 0, async: 0, stream: 0, abandoned: 0, cancel: 0, refused: 0 }
-    const kinds = [
-      async url => { const r = await rpc(url, 'message/send', { message: message('soak'), configuration: push }); ids.add(r.result.id); counts.send++ },
-      async url => { const r = await rpc(url, 'message/send', { message: message('async'), configuration: { ...push, blocking: false } }); ids.add(r.result.id); counts.async++ },
-      async url => {
-        const res = await request(url, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json' }, body: body('message/stream', { message: message('stream'), configuration: push }) })
-        const text = await res.body.text()
-        const first = /"result":\{[^]*?"id":"([^"]+)"/.exec(text)
-        if (first !== null) ids.add(first[1])
-        counts.stream++
-      },
-      async url => {
-        const ac = new AbortController()
-        const res = await request(url, { method: 'POST', dispatcher, signal: ac.signal, headers: { 'content-type': 'application/json' }, body: body('message/stream', { message: message('abandoned'), configuration: push }) })
-        const [chunk] = await once(res.body, 'data')
-        const first = /"id":"([0-9a-f-]{36})"/.exec(String(chunk))
-        if (first !== null) ids.add(first[1])
-        ac.abort()
-        counts.abandoned++
-      },
-      async url => {
-        const r = await rpc(url, 'message/send', { message: message('cancel me'), configuration: { ...push, blocking: false } })
-        ids.add(r.result.id)
-        await rpc(url, 'tasks/cancel', { id: r.result.id })
-        counts.cancel++
-      }
-    ]
-    const workers = Array.from({ length: 16 }, async (_, w) => {
-      for (let i = w; Date.now() < deadline; i++) {
-        const server = servers[i % 2]
-        try {
-          await kinds[i % kinds.length](server.url)
-        } catch {
-          // Refused while an instance or Redis is down (connection refused, 503): the client would retry.
-          counts.refused++
-          await new Promise(resolve => setTimeout(resolve, 100))
-        }
-      }
-    })
-    const chaos = (async () => {
-      await new Promise(resolve => setTimeout(resolve, DURATION_MS / 3))
-      servers[0].child.kill('SIGKILL')
-      faults.push(`instance A killed at ${((Date.now() - start) / 1000).toFixed(1)} s`)
-      await once(servers[0].child, 'exit')
-      await new Promise(resolve => setTimeout(resolve, 1000))
-      servers[0] = instance(config, ports[0])
-      await healthy(servers[0].url)
-      faults.push(`instance A back at ${((Date.now() - start) / 1000).toFixed(1)} s`)
-      await new Promise(resolve => setTimeout(resolve, Math.max(0, start + (2 * DURATION_MS) / 3 - Date.now())))
-      await redis.restart()
-      faults.push(`Redis restarted at ${((Date.now() - start) / 1000).toFixed(1)} s`)
-    })()
-    await Promise.all([...workers, chaos])
-    clearInterval(sampler)
-
-    // Leases lapse (2 s), reapers and relays run, retries finish: give the system time to settle, then check.
-    const get = async id => (await rpc(servers[1].url, 'tasks/get', { id })).result
-    const terminal = new Set(['completed', 'canceled', 'failed', 'rejected'])
-    let pending = [...ids]
-    const settleBy = Date.now() + 90_000
-    while (Date.now() < settleBy) {
-      const tasks = await Promise.all(pending.map(get))
-      pending = tasks.filter(task => task === undefined || !terminal.has(task.status.state) ||
-        !hook.acknowledged.get(task.id)?.has(task.status.state) ||
-        (task.status.state === 'completed' && !hook.acknowledged.get(task.id)?.has('in_progress'))).map(task => task?.id).filter(Boolean)
-      if (pending.length === 0) break
-      await new Promise(resolve => setTimeout(resolve, 1000))
-    }
-    const streams = await Promise.all(servers.map(async s => {
-      const text = await fetch(`${s.url}metrics`).then(r => r.text())
-      return Number(/^a2a_open_streams (\d+)/m.exec(text)?.[1] ?? NaN)
-    }))
-    console.log('\nfaults:', faults.join('; '))
-    console.log('traffic:', JSON.stringify(counts), `tasks: ${ids.size}, webhook requests received: ${hook.count()}`)
-    console.log(`peak RSS: A ${peaks[0].toFixed(0)} MB, B ${peaks[1].toFixed(0)} MB; open streams after: ${streams.join(', ')}`)
-    console.log(`tasks not terminal or missing a delivery after the settling time: ${pending.length}`)
-    for (const id of pending.slice(0, 10)) {
-      const task = await get(id)
-      console.log(`  ${id}: ${task?.status.state ?? 'gone'}, delivered: ${[...(hook.acknowledged.get(id) ?? [])].join(' ') || 'nothing'}`)
-    }
-    const ok = pending.length === 0 && streams.every(n => n === 0) && Math.max(...peaks) <= MAX_RSS_MB
-    console.log(ok ? 'PASS: every task terminal, every final state delivered, no stream held, RSS bounded' : 'FAIL')
-    for (const s of servers) s.child.kill('SIGTERM')
-    const codes = await Promise.all(servers.map(async s => s.child.exitCode ?? (await once(s.child, 'exit'))[0]))
-    console.log(`instances exited with ${codes.join(', ')} after SIGTERM`)
-    process.exitCode = ok && codes.every(c => c === 0) ? 0 : 1
-  } finally {
-    stopAll()
-    redis.stop()
-    hook.server.close()
-    await dispatcher.close()
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
-
-;(values.redis ? redisSoak() : main()).catch(err => {
+;(values.redis ? redisSoak({ durationMs: DURATION_MS, maxRssMb: MAX_RSS_MB }) : main()).catch(err => {
   console.error(err)
   process.exitCode = 1
 })
