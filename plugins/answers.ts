@@ -1,7 +1,8 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { constants, type ServerHttp2Stream } from 'node:http2'
+import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply } from 'fastify'
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
 import type { A2AConfig } from '../schemas/config.js'
 import { AnswerBudget, type Taken } from '../services/answer-budget.js'
 
@@ -42,7 +43,12 @@ export function untaken (res: ServerResponse): number {
  * HTTP/2 stream is reset on its own.
  */
 export function reset (res: ServerResponse): void {
-  const socket = res.req.httpVersionMajor === 2 ? null : res.socket as (Socket | null)
+  const h2 = (res as { stream?: ServerHttp2Stream }).stream
+  if (h2 !== undefined) {
+    h2.close(constants.NGHTTP2_CANCEL)
+    return
+  }
+  const socket = res.socket as (Socket | null)
   if (socket !== null && !socket.destroyed) socket.resetAndDestroy()
   else res.destroy()
 }

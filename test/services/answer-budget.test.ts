@@ -21,6 +21,15 @@ t.test('answers take room until the server and each connection are full, and giv
   t.ok(budget.tryTake(c, 50))
 })
 
+t.test('a take with room is granted at once, without joining the queue', async t => {
+  const budget = new AnswerBudget({ maxBytes: 100, maxBytesPerConnection: 60 })
+  const taken = await budget.take(a, 40)
+  t.equal(budget.waiting, 0)
+  t.equal(budget.held(a), 40)
+  taken.release()
+  t.equal(budget.bytes, 0)
+})
+
 t.test('one answer, however large, fits an idle connection of a server with room, or an idle server', async t => {
   const budget = new AnswerBudget({ maxBytes: 100, maxBytesPerConnection: 10 })
   const big = budget.tryTake(a, 1000)
