@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
 import { CLI, body, dispatcher, freePort, message, rpc, rssMb } from './soak-common.js'
+import { grpcNonReaders } from './soak-grpc.js'
 import { slowReaders } from './soak-readers.js'
 
 /** A private redis-server on a free port, with an append-only file, so that a restart keeps what was written. */
@@ -111,18 +112,24 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
   const dir = mkdtempSync(join(tmpdir(), 'a2a-soak-redis-'))
   const redis = await privateRedis(dir)
   const hook = await recordingReceiver()
-  const config = join(dir, 'agent.yml')
-  writeFileSync(config, [
-    'agent:', '  name: Soak', '  delay_ms: 50',
-    // write_timeout: the slow-reader phase's non-readers are let go within seconds.
-    'server:', '  shutdown_timeout: 2', '  write_timeout: 5', '  max_request_size: 8388608',
-    'metrics:', '  enabled: true',
-    'tasks:', '  backend: kvcache', '  lease_ttl: 2',
-    'push_notifications:', '  backend: kvcache', '  config:', '    allowed_networks: [127.0.0.0/8]', '    retry_delay: 0.2', '    max_retries: 6',
-    'services:', '  cache:', '    type: cache', `    url: ${redis.url}`
-  ].join('\n') + '\n')
+  const grpcPorts = [await freePort(), await freePort()]
+  // One config an instance: the same but for its gRPC port.
+  const configs = grpcPorts.map((grpcPort, i) => {
+    const config = join(dir, `agent-${i}.yml`)
+    writeFileSync(config, [
+      'agent:', '  name: Soak', '  delay_ms: 50',
+      // write_timeout: the slow-reader phase's non-readers are let go within seconds.
+      'server:', '  shutdown_timeout: 2', '  write_timeout: 5', '  max_request_size: 8388608',
+      'metrics:', '  enabled: true',
+      'tasks:', '  backend: kvcache', '  lease_ttl: 2',
+      'push_notifications:', '  backend: kvcache', '  config:', '    allowed_networks: [127.0.0.0/8]', '    retry_delay: 0.2', '    max_retries: 6',
+      'services:', '  cache:', '    type: cache', `    url: ${redis.url}`,
+      'protocol:', '  grpc:', '    enabled: true', `    port: ${grpcPort}`
+    ].join('\n') + '\n')
+    return config
+  })
   const ports = [await freePort(), await freePort()]
-  const servers = ports.map(port => instance(config, port))
+  const servers = ports.map((port, i) => instance(configs[i], port))
   const stopAll = () => { for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL') }
   process.on('exit', stopAll)
   const ids = new Set()
@@ -181,7 +188,7 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
       faults.push(`instance A killed at ${((Date.now() - start) / 1000).toFixed(1)} s`)
       await once(servers[0].child, 'exit')
       await new Promise(resolve => setTimeout(resolve, 1000))
-      servers[0] = instance(config, ports[0])
+      servers[0] = instance(configs[0], ports[0])
       await healthy(servers[0].url)
       faults.push(`instance A back at ${((Date.now() - start) / 1000).toFixed(1)} s`)
       await new Promise(resolve => setTimeout(resolve, Math.max(0, start + (2 * durationMs) / 3 - Date.now())))
@@ -210,7 +217,13 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
     const slowSampler = setInterval(() => {
       servers.forEach((s, i) => { if (s.child.exitCode === null) slowPeaks[i] = Math.max(slowPeaks[i], rssMb(s.child.pid)) })
     }, 250)
-    const slow = await slowReaders({ urls: servers.map(s => s.url), dispatcher, perKind: 5, holdMs: 20_000 })
+    const slow = await slowReaders({
+      urls: servers.map(s => s.url),
+      dispatcher,
+      perKind: 5,
+      holdMs: 20_000,
+      extra: (tasks, holdMs) => grpcNonReaders(tasks.map(({ id }, i) => ({ id, grpc: `http://127.0.0.1:${grpcPorts[i]}` })), holdMs)
+    })
     clearInterval(slowSampler)
     // Every stream the phase opened is let go (cut off, or ended and flushed).
     await new Promise(resolve => setTimeout(resolve, 3000))
@@ -228,7 +241,7 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
       const task = await get(id)
       console.log(`  ${id}: ${task?.status.state ?? 'gone'}, delivered: ${[...(hook.acknowledged.get(id) ?? [])].join(' ') || 'nothing'}`)
     }
-    const slowOk = slow.held === 0 && slow.read > 0 && slow.readFailures === 0 && Math.max(...slowPeaks) <= maxRssMb
+    const slowOk = slow.held === 0 && slow.grpcHeld === 0 && slow.read > 0 && slow.readFailures === 0 && Math.max(...slowPeaks) <= maxRssMb
     const ok = pending.length === 0 && streams.every(n => n === 0) && Math.max(...peaks) <= maxRssMb && slowOk
     console.log(ok ? 'PASS: every task terminal, every final state delivered, no stream held, RSS bounded, slow readers let go' : 'FAIL')
     for (const s of servers) s.child.kill('SIGTERM')
