@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Logger as PinoLogger } from 'pino'
 import a2a from './index.js'
+import { restFallbacks } from './routes/rest-fallback.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { LazyChildLogger } from './services/lazy-logger.js'
@@ -52,6 +53,8 @@ function trustProxy (server: A2AConfig['server']): boolean | string[] | ((addres
 
 /** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
+  // What Fastify answers before any route runs gets the HTTP+JSON binding's error body on its paths (CONTRACT.md §12).
+  const fallbacks = config.protocol.rest ? restFallbacks('') : undefined
   const logger: FastifyServerOptions['logger'] = {
     level: config.server.log_level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' }
@@ -74,6 +77,7 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     // A path parameter of the HTTP+JSON routes (a task or push config id) may be as long as an id may (256),
     // percent-encoded; Fastify's default (100) would answer longer ones 414.
     routerOptions: { maxParamLength: 1024 },
+    frameworkErrors: fallbacks?.frameworkErrors,
     return503OnClosing: true,
     // Each close hook may take the whole drain (server.shutdown_timeout), and a start as long as Fastify's default.
     pluginTimeout: Math.max(DEFAULT_PLUGIN_TIMEOUT_MS, config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS),
@@ -96,6 +100,7 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     return reply.code(status).send({ statusCode: status, code: err.code, error: err.name, message: err.message })
   })
 
+  if (fallbacks !== undefined) app.setNotFoundHandler(fallbacks.notFound)
   await app.register(a2a, { prefix: '/', config, executor: opts.executor })
   if (!config.security.enabled) {
     app.log.warn('security is off: every caller is anonymous and may call every method')

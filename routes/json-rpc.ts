@@ -97,10 +97,12 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
   await fastify.register(authPlugin, opts.auth)
   fastify.decorateRequest('a2aRefusal', null)
   const authenticate = fastify.a2aAuthenticate
+  // The API key comes under the configured header (`security.auth.api_key.header`), not only `X-API-Key`.
+  const apiKeyHeader = opts.auth.config.security.auth.api_key.header.toLowerCase()
   fastify.addHook('onRequest', function (request, reply, done) {
     // A route that answers anonymous callers too (`GET /v1/card`) checks credentials only when some are given.
     // (Fastify builds `routeOptions` afresh on each read: the cheap tests go first, and POST / never reads it.)
-    if (request.method === 'GET' && request.headers.authorization === undefined && request.headers['x-api-key'] === undefined &&
+    if (request.method === 'GET' && request.headers.authorization === undefined && request.headers[apiKeyHeader] === undefined &&
       request.routeOptions.config.a2aCredentialsOptional === true) {
       request.a2aPrincipal = ANONYMOUS
       done()

@@ -75,3 +75,40 @@ t.test('behind a trusted proxy the card takes https from X-Forwarded-Proto, and 
   t.equal((await card('javascript')).json().url, 'http://agents.example.com/')
   t.throws(() => validateConfig({ server: { proxy_hops: 1, trust_proxy: true } }), /server.proxy_hops: set either proxy_hops or trust_proxy, not both/)
 })
+
+t.test('row 17: Fastify\'s own refusals on v1.0 REST paths are google.rpc.Status bodies; /v1 ones the v0.3 error object', async t => {
+  const app = await createServer(validateConfig({ server: { log_level: 'silent' } }))
+  t.teardown(() => app.close())
+  const long = 'a'.repeat(1100)
+  const cases: Array<[string, string, number, string]> = [
+    ['GET', '/no/such/route', 404, 'NOT_FOUND'],
+    ['GET', `/${'x'.repeat(4000)}`, 404, 'NOT_FOUND'],
+    ['GET', '//tasks/abc', 404, 'NOT_FOUND'],
+    ['POST', '//message:send', 404, 'NOT_FOUND'],
+    ['GET', `/tasks/${long}`, 414, 'INVALID_ARGUMENT'],
+    ['DELETE', `/tasks/t/pushNotificationConfigs/${long}`, 414, 'INVALID_ARGUMENT'],
+    ['GET', '/tasks/%zz', 400, 'INVALID_ARGUMENT'],
+    ['POST', '/tasks/%E0%A4%A:cancel', 400, 'INVALID_ARGUMENT']
+  ]
+  for (const [method, url, code, status] of cases) {
+    const res = await app.inject({ method: method as 'GET', url })
+    const name = `${method} ${url.slice(0, 40)}`
+    t.equal(res.statusCode, code, name)
+    t.match(res.headers['content-type'], /^application\/a2a\+json/, name)
+    t.match(res.json(), { error: { code, status, message: String, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo' }] } }, name)
+    t.ok(res.body.length < 1000, `${name}: the answer does not echo a long path`)
+  }
+  const v03 = await app.inject(`/v1/tasks/${long}`)
+  t.equal(v03.statusCode, 414)
+  t.same(Object.keys(v03.json()).sort(), ['code', 'data', 'message'], 'the v0.3 error object under /v1')
+  t.match(v03.json(), { code: -32600 })
+  t.match((await app.inject('/v1/no/such')).json(), { code: -32601 })
+  t.equal((await app.inject('/v1/tasks/%zz')).statusCode, 400)
+  const rpc = await app.inject('/')
+  t.equal(rpc.statusCode, 404, 'GET / (the JSON-RPC endpoint) keeps Fastify\'s answer')
+  t.match(rpc.json(), { error: 'Not Found', statusCode: 404 })
+
+  const off = await createServer(validateConfig({ server: { log_level: 'silent' }, protocol: { rest: false } }))
+  t.teardown(() => off.close())
+  t.match((await off.inject('/no/such/route')).json(), { error: 'Not Found', statusCode: 404 }, 'without REST, Fastify\'s 404')
+})

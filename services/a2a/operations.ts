@@ -137,7 +137,8 @@ export class A2AOperations {
    * Follows a task: its snapshot, then live events until it settles. `terminal` is the error for a task that has
    * ended (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3), as a task
    * waiting for input does in both. `lastEventId` (a client's `Last-Event-ID`, README "Resumable streams") resumes
-   * after that event instead: the events it missed, then live ones; a task that has ended since is resumed too.
+   * after that event instead: the events it missed, then live ones; a task that has ended since is resumed too,
+   * as a resync when its events are no longer kept.
    */
   async subscribe (id: string, principal: Principal, wire: Wire, terminal?: (task: Task) => JsonRpcError, lastEventId?: number): Promise<TaskEventStream> {
     const events = this.#streamOf(id, wire, 'resubscribe')
@@ -151,7 +152,11 @@ export class A2AOperations {
         }
         if (wire !== 'default') resume = { after: lastEventId, kept: await this.tasks.store.eventsAfter(id, lastEventId) }
       }
-      if (terminal !== undefined && isTerminal(record.task.status.state) && !(resume?.kept?.length ?? 0)) throw terminal(record.task)
+      // A resume whose events are no longer kept (`kept` null) gets the task marked as a resync, then the end, in
+      // every version: a client that missed how the task ended learns it (README, "Resumable streams").
+      if (terminal !== undefined && isTerminal(record.task.status.state) && (resume === undefined || resume.kept?.length === 0)) {
+        throw terminal(record.task)
+      }
       return events.start(record, resume)
     } catch (err) {
       events.close()

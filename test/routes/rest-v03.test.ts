@@ -321,3 +321,18 @@ t.test('§12 /v1 refusals: 429 with Retry-After by the request bucket and the st
   await app.a2aTasks.cancel(waiting.task.id, { id: 'l', scheme: 'api_key', scopes: new Set(), all: false })
   t.match(await (await open).text(), /TASK_STATE_CANCELLED/)
 })
+
+t.test('row 19: GET /v1/card gives the extended card to a valid key under a custom API-key header', async t => {
+  const key = 'key-card-custom-0123456789'
+  const app = await build(t, {
+    executor,
+    config: { security: { enabled: true, auth: { api_key: { header: 'X-Agent-Key', keys: [{ key, scopes: ['files:read'], id: 'c' }] } } } }
+  })
+  const open = await rest(app, 'GET', '/v1/card')
+  const extended = await rest(app, 'GET', '/v1/card', undefined, { 'x-agent-key': key })
+  t.equal(extended.status, 200)
+  t.ok(extended.body.skills.some((s: any) => s.name === 'list_directory'), 'the tools the caller may use')
+  t.ok(extended.body.skills.length > open.body.skills.length, 'more than the public card')
+  const wrong = await rest(app, 'GET', '/v1/card', undefined, { 'x-agent-key': 'nope-nope-nope' })
+  t.equal(wrong.status, 401, 'a key under the custom header is checked')
+})

@@ -61,6 +61,13 @@ t.test('§12 bad query parameters and bodies are 400 INVALID_ARGUMENT naming the
   t.match(notNumber.body.error.details[1], { fieldViolations: [{ field: 'pageSize' }] })
   const time = await rest(app, 'GET', '/tasks?statusTimestampAfter=yesterday')
   t.match(time.body.error.details[1], { fieldViolations: [{ field: 'statusTimestampAfter' }] })
+  for (const text of ['-1', '2026-13-01T00:00:00Z']) {
+    const refused = await rest(app, 'GET', `/tasks?statusTimestampAfter=${encodeURIComponent(text)}`)
+    t.equal(refused.status, 400, `row 13: ${text} is no RFC 3339 timestamp`)
+    t.match(refused.body.error, { status: 'INVALID_ARGUMENT', details: [{}, { fieldViolations: [{ field: 'statusTimestampAfter' }] }] })
+  }
+  const offset = await rest(app, 'GET', `/tasks?statusTimestampAfter=${encodeURIComponent('2020-01-01T00:00:00-05:00')}`)
+  t.equal(offset.status, 200, 'an offset is accepted')
   const noParts = await rest(app, 'POST', '/message:send', { message: { messageId: 'x', role: 'ROLE_USER' } })
   t.match(noParts.body.error, { status: 'INVALID_ARGUMENT', details: [{}, { fieldViolations: [{ field: 'message.parts' }] }] })
   const array = await rest(app, 'POST', '/message:send', [1])

@@ -143,3 +143,29 @@ t.test('a task that ended while the client was away: the rest of its events, the
     else t.equal(again[0].data.error.code, -32004)
   }
 })
+
+t.test('row 11: a v1.0 resume of a task that ended and whose events were evicted gets the task marked as a resync, then the end', async t => {
+  for (const binding of RESUME_BINDINGS.filter(b => b.name.includes('v1.0'))) {
+    for (const maxEvents of [0, 2]) {
+      const agent = gatedAgent(2, 2)
+      const config = { ...binding.config, server: { stream_replay: { max_events: maxEvents } } }
+      const { url } = await listen(t, { executor: agent.executor, config })
+      const seen = await dropAfter(await dropping(binding, url, 'evicted'), 1)
+      agent.open('evicted')
+      const taskId = binding.taskId(seen[0].data)
+      for (;;) {
+        const got: any = await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id: taskId })) })).json()
+        if (got.result.status.state === 'completed') break
+        await new Promise(resolve => setTimeout(resolve, 10))
+      }
+      const res = await binding.resume(url, taskId, seen[0].id)
+      const name = `${binding.name}, max_events ${maxEvents}`
+      t.equal(res.status, 200, name)
+      const frames = await new Frames(res).rest()
+      t.equal(frames.length, 1, `${name}: one frame, then the end`)
+      t.equal(binding.said(frames[0].data), 'task completed', name)
+      const task = frames[0].data.result?.task ?? frames[0].data.task
+      t.equal((task.metadata as Record<string, unknown>)[RESYNC], true, `${name}: marked as a resync`)
+    }
+  }
+})

@@ -203,6 +203,13 @@ t.test('§11.3 ListTasks: paging, filters, all four fields, pageSize is the page
   t.equal(past.totalSize, 5)
   const bad = await v1Call(app, 'ListTasks', { statusTimestampAfter: 'yesterday' })
   t.match(bad.body.error.data[1], { fieldViolations: [{ field: 'statusTimestampAfter' }] })
+  // Row 13: Date.parse would take these (and answer an empty page); they are no RFC 3339 timestamps.
+  for (const text of ['-1', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026']) {
+    const refused = await v1Call(app, 'ListTasks', { statusTimestampAfter: text })
+    t.match(refused.body.error, { code: -32602, data: [{}, { fieldViolations: [{ field: 'statusTimestampAfter' }] }] }, text)
+  }
+  const offset = (await v1Call(app, 'ListTasks', { statusTimestampAfter: '2020-01-01T02:00:00.5+02:00' })).body.result
+  t.equal(offset.totalSize, 5, 'an offset is accepted')
   const badSize = await v1Call(app, 'ListTasks', { pageSize: 101 })
   t.match(badSize.body.error.data[1], { fieldViolations: [{ field: 'pageSize' }] })
   t.equal((await v1Call(app, 'ListTasks', { status: 'TASK_STATE_UNSPECIFIED' })).body.result.totalSize, 5, 'UNSPECIFIED is no filter')

@@ -9,6 +9,7 @@ import {
   camelKeys, decodeMessage, decodePushConfig, decodeState, encodePushConfig, encodeTask, fieldError
 } from '../../a2a/codec-v10.js'
 import { resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
+import { parseRfc3339 } from '../../a2a/timestamp.js'
 import { JsonRpcError, RpcCode } from '../../errors.js'
 import type { PushService } from '../../push/service.js'
 import type { MethodDefinition } from '../registry.js'
@@ -161,8 +162,8 @@ export function createV10Methods ({ ops, tenant }: V10MethodDeps): MethodDefinit
       }
       let statusAfterMs: number | undefined
       if (params.statusTimestampAfter !== undefined) {
-        statusAfterMs = Date.parse(params.statusTimestampAfter)
-        if (Number.isNaN(statusAfterMs)) throw fieldError('statusTimestampAfter', 'must be an RFC 3339 timestamp')
+        statusAfterMs = parseRfc3339(params.statusTimestampAfter)
+        if (statusAfterMs === undefined) throw fieldError('statusTimestampAfter', 'must be an RFC 3339 timestamp')
       }
       const page = await ops.list({
         contextId: params.contextId === '' ? undefined : params.contextId,
