@@ -148,7 +148,15 @@ async function serve (values: Values): Promise<number> {
   if (loaded === undefined) return 1
   // Imported here so that the other commands do not load the server.
   const { startServer } = await import('./server.js')
-  await startServer(loaded.config, { configPath: loaded.path })
+  try {
+    await startServer(loaded.config, { configPath: loaded.path })
+  } catch (err) {
+    // A start that cannot listen: one line, no stack (the server has closed everything it opened).
+    /* c8 ignore next -- a start fails only to listen: anything else is a bug and must surface with its stack */
+    if ((err as { code?: unknown }).code !== 'A2A_ERR_LISTEN') throw err
+    console.error(`fastify-a2a: ${(err as Error).message}`)
+    return 1
+  }
   return 0
 }
 

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import type { Logger as PinoLogger } from 'pino'
 import a2a from './index.js'
 import { restFallbacks } from './routes/rest-fallback.js'
+import { hostPort, listenFailure } from './services/listen-failure.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { LazyChildLogger } from './services/lazy-logger.js'
@@ -108,16 +109,42 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
   return app
 }
 
-/** Creates the server, listens, and handles SIGINT/SIGTERM: drain, close the stores, exit 0 (CONTRACT.md §6). */
+/**
+ * Creates the server, listens, and handles SIGINT/SIGTERM: drain, close the stores, exit 0 (CONTRACT.md §6). A
+ * start that cannot listen (the HTTP port or the gRPC port taken, say) closes everything it opened (Redis clients,
+ * the queue worker, the reaper, the outbox relay, the gRPC server) and throws a ListenFailure, whose message is the
+ * one line to print.
+ */
 export async function startServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const app = await createServer(config, opts)
-  closeWithGrace({ delay: config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS }, async ({ signal, err }) => {
+  if (config.protocol.grpc.enabled) await quietGrpc(app.log)
+  const grace = closeWithGrace({ delay: config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught exception: the process shuts down, which a test cannot survive to check */
     if (err !== undefined) app.log.error({ err }, 'shutting down after an error')
     else app.log.info({ signal }, 'shutting down')
     await app.close()
   })
-  const address = await app.listen({ host: config.server.host, port: config.server.port })
+  let address: string
+  try {
+    address = await app.listen({ host: config.server.host, port: config.server.port })
+  } catch (err) {
+    // close-with-grace would exit 0 once the loop empties (its `beforeExit`): the caller chooses the exit code.
+    grace.uninstall()
+    await app.close()
+    throw listenFailure(err, { address: hostPort(config.server.host, config.server.port), portHint: 'set server.port or PORT' })
+  }
   app.log.info({ address, agent: config.agent.name, config: opts.configPath ?? 'built-in defaults' }, 'agent serving')
   return app
+}
+
+/**
+ * grpc-js writes its errors to stderr itself ("E No address added…" before the bind error it then throws): in the
+ * standalone server they go to its log instead, at debug (the binding logs and answers its own failures). Set here,
+ * not in the plugin: the logger is grpc-js's global, which an embedding app may have set.
+ */
+async function quietGrpc (log: FastifyBaseLogger): Promise<void> {
+  const { setLogger } = await import('@grpc/grpc-js')
+  const grpcLog = log.child({ component: 'grpc-js' })
+  const write = (...args: unknown[]): void => { grpcLog.debug(args.map(String).join(' ')) }
+  setLogger({ error: write, info: write, debug: write })
 }

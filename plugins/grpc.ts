@@ -5,6 +5,7 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
+import { hostPort, listenFailure } from '../services/listen-failure.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
 import { readiness, type ReadinessChecks } from '../services/readiness.js'
 import { auditCall } from './auth.js'
@@ -81,10 +82,13 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   }
 
   fastify.addHook('onReady', async () => {
-    const { host } = config.server
-    const address = `${host.includes(':') ? `[${host}]` : host}:${config.protocol.grpc.port}`
+    const address = hostPort(config.server.host, config.protocol.grpc.port)
     handle.port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => err === null ? resolve(port) : reject(err))
+      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
+        if (err === null) resolve(port)
+        // A port in use and the like: the one line a failed start prints (services/listen-failure.ts).
+        else reject(listenFailure(err, { binding: 'gRPC', address, portHint: 'set protocol.grpc.port' }))
+      })
     })
     setHealth(await serving())
     timer = setInterval(() => { checking = serving().then(setHealth) }, HEALTH_INTERVAL_MS).unref()

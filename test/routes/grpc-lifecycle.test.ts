@@ -71,7 +71,10 @@ t.test('a taken gRPC port stops the start, saying so', async t => {
   const blocker = createServer().listen(port, '127.0.0.1')
   await new Promise(resolve => blocker.once('listening', resolve))
   t.teardown(() => blocker.close())
-  await t.rejects(listenGrpc(t, { executor, config: { protocol: { grpc: { port } } } }), /No address added out of total 1 resolved|EADDRINUSE/)
+  await t.rejects(listenGrpc(t, { executor, config: { protocol: { grpc: { port } } } }), {
+    code: 'A2A_ERR_LISTEN',
+    message: `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`
+  })
 })
 
 t.test('on an IPv6 host: the server binds it, and callers are known by their address', async t => {
