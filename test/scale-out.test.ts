@@ -249,3 +249,20 @@ t.test('row 6: a 2.5 s Redis write outage fails no task while both instances liv
   await until(async () => (await states()).every(state => state === 'completed'))
   t.same(await states(), ids.map(() => 'completed'), 'every task completes')
 })
+
+t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behind though nobody lists; list still works', async t => {
+  const client = await redisDb(t, DB)
+  const atOnce: AgentExecutor = ctx => `echo: ${ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''}`
+  const a = await build(t, { executor: atOnce, config: shared({ tasks: { backend: 'kvcache', ttl: 1 } }) })
+  for (let i = 0; i < 300; i++) {
+    const sent = await call(a, 'message/send', { message: userMessage(`task ${i}`) })
+    t.equal(sent.body.result.status.state, 'completed')
+  }
+  t.equal(await client.exists('a2a:task:all'), 0, 'no index of every task: no method reads one')
+  // The instance's prune timer drops the entries once Redis has expired the tasks; nobody lists meanwhile.
+  await until(async () => await client.exists('a2a:task:owner:anonymous', 'a2a:task:expiring', 'a2a:task:st:9:anonymous:completed') === 0)
+  t.same(await client.keys('a2a:task:*'), ['a2a:task:seq'], 'nothing is left of the tasks but the sequence counter')
+  t.same((await call(a, 'tasks/list', {})).body.result.tasks, [], 'list still works')
+  const sent = await call(a, 'message/send', { message: userMessage('one more') })
+  t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
+})
