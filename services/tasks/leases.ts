@@ -106,7 +106,6 @@ export class RedisTaskLeases implements TaskLeases {
   /** The last renewal failed: renewals are retried every `#retryMs` until one lands. */
   #failing = false
   #retry: NodeJS.Timeout | undefined
-  #closed = false
 
   /** `client` is borrowed: never closed here. */
   constructor (client: Redis, opts: RedisTaskLeasesOptions) {
@@ -152,7 +151,6 @@ export class RedisTaskLeases implements TaskLeases {
   }
 
   async close (): Promise<void> {
-    this.#closed = true
     clearInterval(this.#timer)
     clearTimeout(this.#retry)
     this.#held.clear()
@@ -160,7 +158,8 @@ export class RedisTaskLeases implements TaskLeases {
 
   #renew (): void {
     this.#retry = undefined
-    if (this.#renewing || this.#closed || this.#held.size === 0) return
+    // Once closed, nothing is held: a retry of a renewal that failed meanwhile stops here.
+    if (this.#renewing || this.#held.size === 0) return
     this.#renewing = true
     // Renew only: a lease whose task has ended (or was released) is not taken back.
     this.#set(this.#key, this.#doubted, this.#ttlMs, 'renew', ...this.#held).then(() => {
@@ -174,7 +173,7 @@ export class RedisTaskLeases implements TaskLeases {
       // costs the leases no more than its own length (the claimers give an expired lease a grace on top).
       if (!this.#failing) this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
       this.#failing = true
-      if (!this.#closed) this.#retry = setTimeout(() => { this.#renew() }, this.#retryMs).unref()
+      this.#retry = setTimeout(() => { this.#renew() }, this.#retryMs).unref()
     })
   }
 }

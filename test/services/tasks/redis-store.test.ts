@@ -261,9 +261,15 @@ t.test('close leaves the borrowed client open', async t => {
 t.test('an unreachable Redis fails every call with StorageUnavailable', async t => {
   const client = createRedisClient(service(`redis://127.0.0.1:${await closedPort()}`, true), { connectTimeoutMs: 200, commandTimeoutMs: 300 })
   t.teardown(() => quitWithin(client, 500))
-  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, pruneIntervalMs: 20 })
+  t.teardown(() => store.close())
+  // The prune timer's rounds fail too, and it goes on (each failure is the next round's work).
+  let failed = 0
+  const prune = store.pruneExpired.bind(store)
+  store.pruneExpired = async () => await prune().catch(err => { failed++; throw err })
   const r = record('a', clock().ms)
   await t.rejects(store.get('a'), UNAVAILABLE)
+  await until(() => failed >= 2)
   await t.rejects(store.insert(r), UNAVAILABLE)
   await t.rejects(store.replace(moved(r, 'in_progress')), UNAVAILABLE)
   await t.rejects(store.list({ owner: 'alice', pageSize: 10 }), UNAVAILABLE)
