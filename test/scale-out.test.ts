@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { A2AConfigInput, AgentExecutor } from '../index.js'
-import { TEST_REDIS, build, call, listen, postStream, receiver, redisDb, rpc, until, userMessage } from './helper.js'
+import { TEST_REDIS, build, call, listen, postStream, privateRedis, receiver, redisDb, rpc, until, userMessage } from './helper.js'
 
 // This file owns Redis db 8.
 const DB = 8
@@ -194,4 +194,75 @@ t.test('a blocking send on A whose task another instance finishes is answered on
   const sent = await sending
   t.equal(sent.body.result.status.state, 'completed', 'A\'s wait read the task when its run ended')
   t.equal(sent.body.result.id, id)
+})
+
+t.test('row 6: a 2.5 s Redis write outage fails no task while both instances live: their leases are renewed once Redis answers', async t => {
+  // A private Redis: its writes are this test's to refuse.
+  const redis = await privateRedis(t)
+  let open = (): void => {}
+  const gate = new Promise<void>(resolve => { open = resolve })
+  // Every task stays in_progress, across the outage, until the test lets it finish.
+  const held: AgentExecutor = async function * () {
+    await gate
+    yield 'done'
+  }
+  const config: A2AConfigInput = {
+    services: { cache: { type: 'cache', url: redis.url } },
+    tasks: { backend: 'kvcache', lease_ttl: 3 },
+    push_notifications: { enabled: false },
+    server: { shutdown_timeout: 0.5 }
+  }
+  const a = await build(t, { executor: held, config })
+  const b = await build(t, { executor: held, config })
+  t.teardown(() => open())
+  const ids: string[] = []
+  for (let i = 0; i < 10; i++) {
+    const sent = await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`task ${i}`), configuration: { blocking: false } })
+    ids.push(sent.body.result.id)
+  }
+  const { Redis } = await import('ioredis')
+  const admin = new Redis(redis.port, '127.0.0.1')
+  t.teardown(() => admin.disconnect())
+  await until(async () => (await admin.zcard('a2a:task:leases')) === 10)
+  // The outage starts over half a second after a renewal of A's leases: they expire inside it, unrenewed.
+  const first = Number(await admin.zscore('a2a:task:leases', ids[0]))
+  await until(async () => Number(await admin.zscore('a2a:task:leases', ids[0])) > first)
+  await new Promise(resolve => setTimeout(resolve, 700))
+  await admin.config('SET', 'maxmemory-policy', 'noeviction')
+  await admin.config('SET', 'maxmemory', '1')
+  await new Promise(resolve => setTimeout(resolve, 2500))
+  await admin.config('SET', 'maxmemory', '0')
+  // Both reapers look at once, before a renewal on its period could come: an expired lease is only doubted.
+  const reaped = [...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans()]
+  t.same(reaped, [], 'no task is reaped the moment Redis answers again')
+  // Every lease is renewed by its owner within the grace; the reapers find nothing to claim afterwards either.
+  const now = async () => { const [s, us] = await admin.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000) }
+  await until(async () => {
+    const floor = await now()
+    const scores = await admin.zrange('a2a:task:leases', 0, -1, 'WITHSCORES')
+    return scores.length === 20 && scores.every((x, i) => i % 2 === 0 || Number(x) > floor + 1000)
+  })
+  reaped.push(...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans())
+  t.same(reaped, [])
+  open()
+  const states = async () => await Promise.all(ids.map(async id => (await call(a, 'tasks/get', { id })).body.result.status.state))
+  await until(async () => (await states()).every(state => state === 'completed'))
+  t.same(await states(), ids.map(() => 'completed'), 'every task completes')
+})
+
+t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behind though nobody lists; list still works', async t => {
+  const client = await redisDb(t, DB)
+  const atOnce: AgentExecutor = ctx => `echo: ${ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''}`
+  const a = await build(t, { executor: atOnce, config: shared({ tasks: { backend: 'kvcache', ttl: 1 } }) })
+  for (let i = 0; i < 300; i++) {
+    const sent = await call(a, 'message/send', { message: userMessage(`task ${i}`) })
+    t.equal(sent.body.result.status.state, 'completed')
+  }
+  t.equal(await client.exists('a2a:task:all'), 0, 'no index of every task: no method reads one')
+  // The instance's prune timer drops the entries once Redis has expired the tasks; nobody lists meanwhile.
+  await until(async () => await client.exists('a2a:task:owner:anonymous', 'a2a:task:expiring', 'a2a:task:st:9:anonymous:completed') === 0)
+  t.same(await client.keys('a2a:task:*'), ['a2a:task:seq'], 'nothing is left of the tasks but the sequence counter')
+  t.same((await call(a, 'tasks/list', {})).body.result.tasks, [], 'list still works')
+  const sent = await call(a, 'message/send', { message: userMessage('one more') })
+  t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
 })

@@ -226,7 +226,7 @@ tasks:
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.tasks.key_prefix)}
   # kvcache: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it). When the
-  # instance dies, another one fails its running tasks once their leases expire.
+  # instance dies, another one fails its running tasks once their leases expire and a grace as long has passed.
   lease_ttl: ${y(d.tasks.lease_ttl)}
 
 # Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;

@@ -5,8 +5,8 @@ import type { Logger } from '../logger.js'
 
 /**
  * Which instance runs which task (CONTRACT.md §10). The instance running a task holds its lease and renews it;
- * a lease left to expire means its instance died, and the task is claimed by exactly one other instance, which
- * fails it.
+ * a lease left to expire, and not renewed within a grace once Redis takes writes, means its instance died, and the
+ * task is claimed by exactly one other instance, which fails it.
  */
 export interface TaskLeases {
   /** Takes the lease of a task this instance starts running, and keeps renewing it until `release`. */
@@ -20,9 +20,10 @@ export interface TaskLeases {
    */
   abandon (taskId: string): void
   /**
-   * Claims tasks whose lease expired. Each expired lease is claimed by one caller at a time, across all instances:
-   * the claim is itself a lease, so a claimer that fails to settle the task leaves it to be claimed again. Call
-   * `release` once the task is settled.
+   * Claims tasks whose lease expired and stayed unrenewed for a grace past the round that found it expired (a
+   * write outage longer than the TTL does not cost a live owner its tasks). Each is claimed by one caller at a time,
+   * across all instances: the claim is itself a lease, so a claimer that fails to settle the task leaves it to be
+   * claimed again. Call `release` once the task is settled.
    */
   claimExpired (): Promise<string[]>
   close (): Promise<void>
@@ -33,33 +34,58 @@ export interface RedisTaskLeasesOptions {
   keyPrefix: string
   /** `tasks.lease_ttl` in ms: how long a lease lasts unrenewed. It is renewed every third of that. */
   ttlMs: number
+  /**
+   * How long an expired lease is left to its owner before it is claimed, counted from the first claim round that
+   * found it expired (a moment Redis took writes): an owner that is alive renews it meanwhile, even one whose
+   * renewals Redis refused for longer than the TTL. Default `ttlMs`; 0 claims an expired lease at once.
+   */
+  graceMs?: number
   log: Logger
 }
 
 /** Most expired leases claimed by one call; the next round takes the rest. */
 const CLAIM_BATCH = 100
+/** A renewal Redis refused is tried again this soon (or every third of the TTL, when that is sooner). */
+const RETRY_MS = 100
 
 // Scores are expiry times by Redis' own clock, so instances with skewed clocks agree on what has expired.
-// KEYS[1] the lease set. ARGV[1] ttl ms, ARGV[2] 'take' (new leases) or 'renew' (only those still in the set),
-// ARGV[3..] task ids.
+// KEYS[1] the lease set, KEYS[2] the doubted leases (see CLAIM_LUA). ARGV[1] ttl ms, ARGV[2] 'take' (new leases) or
+// 'renew' (only those still in the set), ARGV[3..] task ids. A lease renewed or taken is no longer doubted.
 const SET_LUA = `
 local t = redis.call('TIME')
 local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local doubted = redis.call('ZCARD', KEYS[2]) > 0
 for i = 3, #ARGV do
   if ARGV[2] == 'renew' then redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[i])
   else redis.call('ZADD', KEYS[1], expires, ARGV[i]) end
+  if doubted then redis.call('ZREM', KEYS[2], ARGV[i]) end
 end
 return #ARGV - 2
 `
 
-// KEYS[1] the lease set. ARGV[1] the batch size, ARGV[2] ttl ms. Returns the expired leases and leases them again for
-// the claimer: one claimer at a time, and a claim whose task is never settled (storage down) lapses and is retried.
+// KEYS[1] the lease set, KEYS[2] the doubted leases, scored by when they were found expired. ARGV[1] the batch size,
+// ARGV[2] ttl ms, ARGV[3] grace ms. An expired lease is first doubted: it is given `grace` more, counted from now (Redis
+// takes writes now, so an owner that is alive renews it meanwhile, which clears the doubt). An expired lease already
+// doubted is claimed: leased again for the claimer, so one claimer at a time, and a claim whose task is never
+// settled (storage down) lapses and is retried. With no grace, an expired lease is claimed at once. A doubt older than
+// two graces belongs to a lease that went with its task's last write: dropped. Returns the claimed ids.
 const CLAIM_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local grace = tonumber(ARGV[3])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id) end
-return ids
+local claimed = {}
+if grace > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 2 * grace) end
+for _, id in ipairs(ids) do
+  if grace == 0 or redis.call('ZREM', KEYS[2], id) == 1 then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id)
+    table.insert(claimed, id)
+  else
+    redis.call('ZADD', KEYS[2], now, id)
+    redis.call('ZADD', KEYS[1], now + grace, id)
+  end
+end
+return claimed
 `
 
 /** Leases in one Redis sorted set, scored by expiry. Renewal is one script call for all the tasks held here. */
@@ -68,20 +94,32 @@ export class RedisTaskLeases implements TaskLeases {
   readonly #set: RedisScript
   readonly #claim: RedisScript
   readonly #key: string
+  readonly #doubted: string
   readonly #ttlMs: number
+  readonly #graceMs: number
+  readonly #retryMs: number
   readonly #log: Logger
   readonly #held = new Set<string>()
   readonly #timer: NodeJS.Timeout
+  /** A renewal is in flight: the next waits for it. */
+  #renewing = false
+  /** The last renewal failed: renewals are retried every `#retryMs` until one lands. */
+  #failing = false
+  #retry: NodeJS.Timeout | undefined
 
   /** `client` is borrowed: never closed here. */
   constructor (client: Redis, opts: RedisTaskLeasesOptions) {
     this.#client = client
-    this.#set = redisScript(client, 'a2aLeaseSet', SET_LUA, 1)
-    this.#claim = redisScript(client, 'a2aLeaseClaim', CLAIM_LUA, 1)
+    this.#set = redisScript(client, 'a2aLeaseSet', SET_LUA, 2)
+    this.#claim = redisScript(client, 'a2aLeaseClaim', CLAIM_LUA, 2)
     this.#key = `${opts.keyPrefix}leases`
+    this.#doubted = `${opts.keyPrefix}leases:doubted`
     this.#ttlMs = Math.round(opts.ttlMs)
+    this.#graceMs = Math.round(opts.graceMs ?? this.#ttlMs)
     this.#log = opts.log
-    this.#timer = setInterval(() => { this.#renew() }, Math.max(50, Math.floor(this.#ttlMs / 3))).unref()
+    const period = Math.max(50, Math.floor(this.#ttlMs / 3))
+    this.#retryMs = Math.min(period, RETRY_MS)
+    this.#timer = setInterval(() => { this.#renew() }, period).unref()
   }
 
   /** Tasks this instance holds leases on. */
@@ -91,7 +129,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async acquire (taskId: string): Promise<void> {
     this.#held.add(taskId)
-    await storageCall(this.#set(this.#key, this.#ttlMs, 'take', taskId))
+    await storageCall(this.#set(this.#key, this.#doubted, this.#ttlMs, 'take', taskId))
   }
 
   hold (taskId: string): void {
@@ -100,6 +138,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async release (taskId: string): Promise<void> {
     this.#held.delete(taskId)
+    // A doubt left behind is harmless: a lease taken again clears it, and the claimers drop it once it is old.
     await storageCall(this.#client.zrem(this.#key, taskId))
   }
 
@@ -108,19 +147,33 @@ export class RedisTaskLeases implements TaskLeases {
   }
 
   async claimExpired (): Promise<string[]> {
-    return await storageCall(this.#claim(this.#key, CLAIM_BATCH, this.#ttlMs)) as string[]
+    return await storageCall(this.#claim(this.#key, this.#doubted, CLAIM_BATCH, this.#ttlMs, this.#graceMs)) as string[]
   }
 
   async close (): Promise<void> {
     clearInterval(this.#timer)
+    clearTimeout(this.#retry)
     this.#held.clear()
   }
 
   #renew (): void {
-    if (this.#held.size === 0) return
-    // Renew only: a lease another instance has claimed (this one was stalled past its TTL) is not taken back.
-    this.#set(this.#key, this.#ttlMs, 'renew', ...this.#held).catch((err: Error) => {
-      this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
+    this.#retry = undefined
+    // Once closed, nothing is held: a retry of a renewal that failed meanwhile stops here.
+    if (this.#renewing || this.#held.size === 0) return
+    this.#renewing = true
+    // Renew only: a lease whose task has ended (or was released) is not taken back.
+    this.#set(this.#key, this.#doubted, this.#ttlMs, 'renew', ...this.#held).then(() => {
+      this.#renewing = false
+      if (!this.#failing) return
+      this.#failing = false
+      this.#log.info({ held: this.#held.size }, 'task leases renewed again')
+    }, (err: Error) => {
+      this.#renewing = false
+      // Logged once per outage; retried at once and often, not a third of the TTL later, so that a short outage
+      // costs the leases no more than its own length (the claimers give an expired lease a grace on top).
+      if (!this.#failing) this.#log.warn({ err, held: this.#held.size }, 'task leases not renewed')
+      this.#failing = true
+      this.#retry = setTimeout(() => { this.#renew() }, this.#retryMs).unref()
     })
   }
 }

@@ -32,6 +32,11 @@ export interface RedisTaskStoreOptions {
    */
   indexTtlMs?: number
   /**
+   * How often the index entries of expired tasks are dropped (`pruneExpired`), ms; 0: never on its own (tests call
+   * it). Default: half of `ttlSeconds`, at least every minute, at most every second.
+   */
+  pruneIntervalMs?: number
+  /**
    * The event bus of the instances (RedisTaskEventBus): `replace` publishes the event of its change on the task's
    * channel from its own script, so that an event costs no round trip of its own.
    */
@@ -48,6 +53,10 @@ const DEFAULT_LIST_BATCH = 100
 const CLAIM_BATCH = 100
 /** A claimed interrupted task that is still interrupted this much later is handed out again. */
 const INTERRUPTED_RECLAIM_MS = 60_000
+/** Most expired tasks one prune script drops from the indexes; a round runs scripts until one finds fewer. */
+const PRUNE_BATCH = 200
+/** Most prune scripts in one round: the rest waits for the next round, so no round holds Redis for long. */
+const PRUNE_ROUNDS = 50
 
 /*
  * Key layout (CONTRACT.md §8.1 and §10: a hash per task, no KEYS/SCAN), all under `<keyPrefix>`:
@@ -63,7 +72,9 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    task ends.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
- *   all              sorted set of every task, the same way (for a `list` without an owner).
+ *   expiring         sorted set of the terminal tasks, `<contextId length>:<contextId><index member>`, scored by when
+ *                    their hash expires (ms, Redis clock): `pruneExpired` walks it from the oldest and drops an
+ *                    expired task's index entries.
  *   leases           the lease set of RedisTaskLeases: `insert` adds the new task's lease when leases are on.
  *   live:<owner>     set of the owner's unfinished task ids (`tasks.max_live_per_principal`): added by `insert`,
  *                    removed by the write that makes the task terminal.
@@ -77,15 +88,16 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    state set drops up to two expired members each time one is added.
  *   outbox, outbox:b the push outbox (services/push/outbox.ts): a state change of a task with push configs, by
  *                    `<taskId>.<version>`, scored by when it was written, and its record JSON.
- * An index member is `<owner length>:<owner><taskId>`, the same in both sets, so whichever set `list` is reading
- * when it meets a task whose hash has expired, it can remove the entry from both. That lazy removal is what keeps
- * the indexes bounded: they cannot expire themselves, as they hold unfinished tasks too.
- * The `t:` namespace keeps task ids apart from `seq`, `all`, `owner:` and from `leases`, which RedisTaskLeases keeps
+ * An index member is `<owner length>:<owner><taskId>`, the same in every set. The indexes cannot expire themselves,
+ * as they hold unfinished tasks too: `pruneExpired` (on a timer) drops the entries of the tasks in `expiring` whose
+ * hash has gone, from the owner, context and terminal state indexes, so they stay bounded by the tasks
+ * Redis holds, whether their owner lists or not; a `list` that meets such an entry first drops it from its index.
+ * The `t:` namespace keeps task ids apart from `seq`, `expiring`, `owner:` and from `leases`, which RedisTaskLeases keeps
  * under the same prefix. The scripts build task and owner keys from the prefix, so on a Redis Cluster every key
  * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
  */
 
-// KEYS: the task hash, the seq counter, the owner index, the global index, the lease set, the owner's live set, the
+// KEYS: the task hash, the seq counter, the owner index, the expiring set, the lease set, the owner's live set, the
 // context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
 // none), lease ttl ms ('' for no lease; a terminal task takes none), task id, the most live tasks of one owner ('' for no limit), '1' when the
 // task is terminal, the context index's PEXPIRE ms, the events kept at most ('0': none), their PEXPIRE ms once the
@@ -107,7 +119,10 @@ if last ~= '0' and ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE'
 redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq, 'ev', last)
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
-redis.call('ZADD', KEYS[4], seq, ARGV[5])
+if ARGV[6] ~= '' then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[3] .. ':' .. ARGV[3] .. ARGV[5])
+end
 redis.call('ZADD', KEYS[7], seq, ARGV[5])
 redis.call('PEXPIRE', KEYS[7], ARGV[11])
 redis.call('ZADD', KEYS[8], seq, ARGV[5])
@@ -125,8 +140,9 @@ return 1
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
 // ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
 // event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
-// the task's event Stream; each entry's id is its version, its field p the version of the event before). A terminal write
-// drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change went to the
+// the task's event Stream; each entry's id is its version, its field p the version of the event before), the expiring
+// set (a write that sets the TTL scores the task there by its new expiry). A terminal write drops the task's lease: its
+// run is over. Replies 0 when the version did not match, 2 when the change went to the
 // outbox, else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
@@ -140,7 +156,11 @@ if ARGV[19] ~= '' then
   ev = ARGV[3]
 end
 redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
-if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+if ARGV[6] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[6])
+  local t = redis.call('TIME')
+  redis.call('ZADD', ARGV[22], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[4] .. ':' .. ARGV[4] .. ARGV[14])
+end
 redis.call('PEXPIRE', KEYS[7], ARGV[15])
 if old[2] ~= ARGV[5] and old[3] then
   redis.call('ZREM', ARGV[13] .. old[2], ARGV[14])
@@ -180,7 +200,7 @@ for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
 return ids
 `
 
-// KEYS: the index to read, the global index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
+// KEYS: the index to read, the owner index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
 // matches wanted, '=<contextId>' or '' for any, '=<state>' or '' for any. Reads newest first and stops at the wanted
 // number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, seq, ...}.
 const LIST_LUA = `
@@ -197,7 +217,6 @@ for i = 1, #entries, 2 do
   len = tonumber(len)
   local fields = redis.call('HMGET', prefix .. 't:' .. string.sub(rest, len + 1), 'record', 'contextId', 'state')
   if not fields[1] then
-    redis.call('ZREM', prefix .. 'owner:' .. string.sub(rest, 1, len), member)
     redis.call('ZREM', KEYS[2], member)
     redis.call('ZREM', KEYS[1], member)
   elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
@@ -211,17 +230,49 @@ if #entries < 2 * read then out[1] = 1 end
 return out
 `
 
+// KEYS[1] the expiring set. ARGV: key prefix, batch size. For each member whose expiry has passed: a task whose hash
+// is gone leaves the owner index, its context index, the terminal state sets and `expiring`; one whose TTL was
+// renewed is scored again by its new expiry. Replies how many members it looked at.
+const PRUNE_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local prefix = ARGV[1]
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, entry in ipairs(members) do
+  local clen, crest = string.match(entry, '^(%d+):(.*)$')
+  local context = string.sub(crest, 1, tonumber(clen))
+  local member = string.sub(crest, tonumber(clen) + 1)
+  local len, rest = string.match(member, '^(%d+):(.*)$')
+  len = tonumber(len)
+  local owner = string.sub(rest, 1, len)
+  local ttl = redis.call('PTTL', prefix .. 't:' .. string.sub(rest, len + 1))
+  if ttl > 0 then
+    redis.call('ZADD', KEYS[1], now + ttl, entry)
+  else
+    redis.call('ZREM', KEYS[1], entry)
+    if ttl == -2 then
+      redis.call('ZREM', prefix .. 'owner:' .. owner, member)
+      redis.call('ZREM', prefix .. 'ctx:' .. len .. ':' .. owner .. ':' .. context, member)
+      local states = prefix .. 'st:' .. len .. ':' .. owner .. ':'
+      for _, state in ipairs({'completed', 'canceled', 'failed', 'rejected'}) do redis.call('ZREM', states .. state, member) end
+    end
+  end
+end
+return #members
+`
+
 /** `[exhausted 0|1, last seq read, seq, record JSON, seq, record JSON, ...]` */
 type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 interface TaskCommands {
-  a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, context: string, state: string,
+  a2aTaskInsert (task: string, seq: string, owner: string, expiring: string, leases: string, live: string, context: string, state: string,
     events: string, ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
     leases: string, events: string, ...args: string[]): Promise<0 | 1 | 2>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
-  a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
+  a2aTaskList (index: string, owner: string, ...args: string[]): Promise<ListReply>
+  a2aTaskPrune (expiring: string, ...args: string[]): Promise<number>
 }
 
 /**
@@ -235,7 +286,7 @@ export class RedisTaskStore implements TaskStore {
   readonly #client: Redis
   readonly #commands: TaskCommands
   readonly #prefix: string
-  readonly #all: string
+  readonly #expiring: string
   readonly #ttlMs: string
   readonly #batch: string
   readonly #leaseTtlMs: string
@@ -250,11 +301,12 @@ export class RedisTaskStore implements TaskStore {
   readonly leasesOnInsert: boolean
   readonly announces: boolean
   readonly recordsPush: boolean
+  #pruner: NodeJS.Timeout | undefined
 
   constructor (client: Redis, opts: RedisTaskStoreOptions) {
     this.#client = client
     this.#prefix = opts.keyPrefix
-    this.#all = `${opts.keyPrefix}all`
+    this.#expiring = `${opts.keyPrefix}expiring`
     this.#ttlMs = String(Math.max(1, Math.ceil(opts.ttlSeconds * 1000)))
     this.#batch = String(opts.listBatchSize ?? DEFAULT_LIST_BATCH)
     this.leasesOnInsert = opts.leaseTtlMs !== undefined
@@ -273,13 +325,17 @@ export class RedisTaskStore implements TaskStore {
     client.defineCommand('a2aTaskReplace', { numberOfKeys: 9, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
+    client.defineCommand('a2aTaskPrune', { numberOfKeys: 1, lua: PRUNE_LUA })
     this.#commands = client as unknown as TaskCommands
+    const pruneMs = opts.pruneIntervalMs ?? Math.min(60_000, Math.max(1000, opts.ttlSeconds * 500))
+    // A round that fails (Redis down) is simply the next round's work.
+    if (pruneMs > 0) this.#pruner = setInterval(() => { this.pruneExpired().catch(() => {}) }, pruneMs).unref()
   }
 
   async insert (record: StoredTask, opts?: InsertOptions): Promise<void> {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
-      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#all, `${this.#prefix}leases`, this.#liveKey(owner),
+      this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#expiring, `${this.#prefix}leases`, this.#liveKey(owner),
       this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state, this.#eventsKey(task.id),
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
       `${owner.length}:${owner}${task.id}`, this.#expiry(record), opts?.lease === false ? '' : this.#leaseTtlMs, task.id, this.#maxLive,
@@ -315,7 +371,7 @@ export class RedisTaskStore implements TaskStore {
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
       announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson),
-      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs
+      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs, this.#expiring
     ))
     return written === 0 ? false : written === 2 ? 'outbox' : true
   }
@@ -343,11 +399,10 @@ export class RedisTaskStore implements TaskStore {
     let max = query.pageToken === undefined ? '+inf' : `(${decodeToken(query.pageToken)}`
     // An owner's list filtered by context or state reads that index: a page costs its size, whatever else it has.
     const { owner } = query
-    const index = owner === undefined
-      ? this.#all
-      : query.contextId !== undefined
-        ? this.#contextKey(owner, query.contextId)
-        : query.state !== undefined ? this.#stateKeys(owner) + query.state : this.#ownerKey(owner)
+    if (owner === undefined) throw new TypeError('RedisTaskStore lists the tasks of one owner at a time')
+    const index = query.contextId !== undefined
+      ? this.#contextKey(owner, query.contextId)
+      : query.state !== undefined ? this.#stateKeys(owner) + query.state : this.#ownerKey(owner)
     const contextId = query.contextId === undefined ? '' : `=${query.contextId}`
     const state = query.state === undefined ? '' : `=${query.state}`
     // One match past the page says whether there is a next page.
@@ -356,7 +411,7 @@ export class RedisTaskStore implements TaskStore {
     for (;;) {
       const left = String(wanted - found.length / 2)
       const [exhausted, last, ...matches] = await this.#call(() =>
-        this.#commands.a2aTaskList(index, this.#all, this.#prefix, max, this.#batch, left, contextId, state))
+        this.#commands.a2aTaskList(index, this.#ownerKey(owner), this.#prefix, max, this.#batch, left, contextId, state))
       if (query.where === undefined) {
         found.push(...matches)
       } else {
@@ -378,8 +433,25 @@ export class RedisTaskStore implements TaskStore {
     await this.#call(() => this.#client.ping())
   }
 
-  /** Nothing to release: the client belongs to whoever passed it in. */
-  async close (): Promise<void> {}
+  /**
+   * Drops the index entries of terminal tasks whose hash has expired (CONTRACT.md §8.1: no KEYS/SCAN, so only the
+   * `expiring` set says which): a batch per script, until one finds fewer than a batch or `PRUNE_ROUNDS` ran.
+   * Returns how many entries of `expiring` it looked at.
+   */
+  async pruneExpired (): Promise<number> {
+    let seen = 0
+    for (let round = 0; round < PRUNE_ROUNDS; round++) {
+      const found = await this.#call(() => this.#commands.a2aTaskPrune(this.#expiring, this.#prefix, String(PRUNE_BATCH)))
+      seen += found
+      if (found < PRUNE_BATCH) break
+    }
+    return seen
+  }
+
+  /** Stops the prune timer; the client belongs to whoever passed it in. */
+  async close (): Promise<void> {
+    clearInterval(this.#pruner)
+  }
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`

@@ -46,7 +46,10 @@ export interface InsertOptions {
 }
 
 export interface TaskListQuery {
-  /** Only tasks of this owner; undefined lists every owner's (not used by the methods today). */
+  /**
+   * Only tasks of this owner. Undefined lists every owner's: the memory store only (tests look at it so); the methods
+   * always list one owner's, and the Redis store keeps no index of every task, which it would have to prune.
+   */
   owner?: string
   contextId?: string
   state?: TaskState

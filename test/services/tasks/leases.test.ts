@@ -1,7 +1,7 @@
 import pino from 'pino'
 import t from 'tap'
 import { RedisTaskLeases } from '../../../services/tasks/leases.js'
-import { redisDb, until } from '../../helper.js'
+import { privateRedis, redisDb, until } from '../../helper.js'
 
 // This file owns Redis db 6.
 const DB = 6
@@ -92,6 +92,60 @@ t.test('with Redis unreachable every call rejects with StorageUnavailable, and r
   await until(() => warnings.includes('task leases not renewed'))
   await t.rejects(leases.release('x'), { code: 'A2A_ERR_STORAGE_UNAVAILABLE' })
   await t.rejects(leases.claimExpired(), { code: 'A2A_ERR_STORAGE_UNAVAILABLE' })
+})
+
+t.test('row 6: an expired lease is claimed only once a grace has passed since a round found it: an owner that renews meanwhile keeps it', async t => {
+  const client = await redisDb(t, DB)
+  const owner = new RedisTaskLeases(client, { keyPrefix: 'l7:', ttlMs: 60_000, log })
+  const claimer = new RedisTaskLeases(client, { keyPrefix: 'l7:', ttlMs: 60_000, graceMs: 100, log })
+  t.teardown(async () => { await owner.close(); await claimer.close() })
+  await owner.acquire('alive')
+  await owner.acquire('dead')
+  // Both leases lapsed while Redis refused writes (here: set back by hand).
+  await client.zadd('l7:leases', 1, 'alive', 1, 'dead')
+  t.same(await claimer.claimExpired(), [], 'the first round only doubts them')
+  t.same(await client.zrange('l7:leases:doubted', 0, -1), ['alive', 'dead'])
+  t.ok(Number(await client.zscore('l7:leases', 'dead')) > 1, 'each is leased for the grace, to its owner still')
+  // The owner renews one (its renewal retried as soon as Redis answers), and has given up the other.
+  owner.abandon('dead')
+  await owner.acquire('alive')
+  t.same(await client.zrange('l7:leases:doubted', 0, -1), ['dead'], 'a renewed lease is no longer doubted')
+  const claimed: string[] = []
+  await until(async () => {
+    claimed.push(...await claimer.claimExpired())
+    return claimed.length > 0
+  })
+  t.same(claimed, ['dead'], 'the lease left unrenewed past the grace is claimed; the renewed one is not')
+  t.equal(await client.zcard('l7:leases:doubted'), 0)
+  // A doubt whose lease went with its task (a terminal write) is dropped once it is two graces old.
+  await client.zadd('l7:leases:doubted', 1, 'gone')
+  await claimer.claimExpired()
+  t.equal(await client.zcard('l7:leases:doubted'), 0)
+})
+
+t.test('row 6: a renewal Redis refuses is retried until Redis takes it, logged once when it fails and once when it lands', async t => {
+  const redis = await privateRedis(t)
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
+  const admin = new Redis(redis.port, '127.0.0.1')
+  t.teardown(() => { client.disconnect(); admin.disconnect() })
+  const lines: string[] = []
+  const logged = { warn: (_o: unknown, msg: string) => lines.push(msg), info: (_o: unknown, msg: string) => lines.push(msg) }
+  const leases = new RedisTaskLeases(client, { keyPrefix: 'l8:', ttlMs: 150, log: logged as any })
+  t.teardown(() => leases.close())
+  await leases.acquire('task')
+  await admin.config('SET', 'maxmemory-policy', 'noeviction')
+  await admin.config('SET', 'maxmemory', '1')
+  await until(() => lines.includes('task leases not renewed'))
+  const refused = Number(await admin.zscore('l8:leases', 'task'))
+  // Several retries are refused meanwhile: a few more than one period's worth of renewal rounds.
+  await until(async () => Number((await admin.info('stats')).match(/total_error_replies:(\d+)/)?.[1]) >= 4)
+  await admin.config('SET', 'maxmemory', '0')
+  await until(() => lines.includes('task leases renewed again'))
+  t.ok(Number(await admin.zscore('l8:leases', 'task')) > refused, 'renewed once Redis takes writes')
+  t.same(lines, ['task leases not renewed', 'task leases renewed again'], 'one line per outage, not one per retry')
+  await leases.close()
+  t.equal(leases.held, 0)
 })
 
 t.test('reapOrphans fails the unfinished tasks of a dead instance, once, and leaves finished and vanished ones alone', async t => {

@@ -46,7 +46,7 @@ storeContract(t, 'redis', async (t, { ttlSeconds, maxEvents }) => {
   }
 }, { rejectsDuplicateIds: true })
 
-t.test('each task is one hash under the prefix, indexed per owner and globally by a sequence', async t => {
+t.test('each task is one hash under the prefix, indexed per owner by a sequence, with no index of every task', async t => {
   const client = await redisDb(t, DB)
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
   const c = clock()
@@ -57,7 +57,7 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
   await store.replace(moved(a, 'in_progress'))
 
   t.same((await client.keys('*')).sort(),
-    [`${PREFIX}all`, `${PREFIX}ctx:4:bo:b:ctx`, `${PREFIX}ctx:5:alice:x`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`,
+    [`${PREFIX}ctx:4:bo:b:ctx`, `${PREFIX}ctx:5:alice:x`, `${PREFIX}live:alice`, `${PREFIX}live:bo:b`, `${PREFIX}owner:alice`,
       `${PREFIX}owner:bo:b`, `${PREFIX}seq`, `${PREFIX}st:4:bo:b:submitted`, `${PREFIX}st:5:alice:in_progress`, `${PREFIX}t:all`, `${PREFIX}t:seq`])
   t.same(await client.hgetall(`${PREFIX}t:seq`), {
     record: JSON.stringify(moved(a, 'in_progress')), version: '2', contextId: 'x', state: 'in_progress', seq: '1', ev: '0'
@@ -65,11 +65,12 @@ t.test('each task is one hash under the prefix, indexed per owner and globally b
   t.equal(await client.get(`${PREFIX}seq`), '2')
   t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1'])
   t.same(await client.zrange(`${PREFIX}owner:bo:b`, 0, -1, 'WITHSCORES'), ['4:bo:ball', '2'])
-  t.same(await client.zrange(`${PREFIX}all`, 0, -1, 'WITHSCORES'), ['5:aliceseq', '1', '4:bo:ball', '2'])
   t.equal(await client.pttl(`${PREFIX}t:seq`), -1, 'an unfinished task has no expiry')
   const page = await store.list({ owner: 'alice', pageSize: 1 })
   t.equal(page.nextPageToken, '')
-  t.equal(Buffer.from((await store.list({ pageSize: 1 })).nextPageToken, 'base64url').toString(), 'r:2')
+  await store.insert(record('later', c.ms))
+  t.equal(Buffer.from((await store.list({ owner: 'alice', pageSize: 1 })).nextPageToken, 'base64url').toString(), 'r:3')
+  await t.rejects(store.list({ pageSize: 1 }), TypeError, 'a list of every owner\'s tasks has no index to read')
 })
 
 t.test('leases: an unfinished insert takes one, a terminal insert none; the write that ends the task drops it', async t => {
@@ -146,22 +147,69 @@ t.test('a terminal write sets the expiry to the TTL and renews it; a later write
   await until(async () => await client.exists(`${PREFIX}t:b`) === 0)
 })
 
-t.test('list removes an expired task from both of its index entries when it meets it', async t => {
+t.test('list removes a vanished task from the index it reads and the owner index when it meets it', async t => {
   const client = await redisDb(t, DB)
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
   const c = clock()
-  for (const [id, owner] of [['a', 'alice'], ['b', 'bob'], ['c', 'alice']]) await store.insert(record(id, c.ms, { owner }))
+  for (const [id, owner] of [['a', 'alice'], ['b', 'bob'], ['c', 'alice'], ['d', 'bob']]) await store.insert(record(id, c.ms, { owner }))
   // Redis expiring a key is a DEL of it: nothing else is told.
   await client.del(`${PREFIX}t:a`, `${PREFIX}t:b`)
-  t.equal(await client.zcard(`${PREFIX}all`), 3)
 
   t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks.map(r => r.task.id), ['c'])
   t.same(await client.zrange(`${PREFIX}owner:alice`, 0, -1), ['5:alicec'])
-  t.same(await client.zrange(`${PREFIX}all`, 0, -1), ['3:bobb', '5:alicec'], 'bob\'s entry waits for a list that meets it')
+  t.same(await client.zrange(`${PREFIX}owner:bob`, 0, -1), ['3:bobb', '3:bobd'], 'bob\'s entry waits for a list of bob\'s')
 
-  t.same((await store.list({ pageSize: 10 })).tasks.map(r => r.task.id), ['c'])
-  t.same(await client.zrange(`${PREFIX}all`, 0, -1), ['5:alicec'])
+  t.same((await store.list({ owner: 'bob', state: 'submitted', pageSize: 10 })).tasks.map(r => r.task.id), ['d'])
+  t.same(await client.zrange(`${PREFIX}owner:bob`, 0, -1), ['3:bobd'], 'a list of a state index drops it from the owner index too')
+  t.same(await client.zrange(`${PREFIX}st:3:bob:submitted`, 0, -1), ['3:bobd'])
+  await client.del(`${PREFIX}t:d`)
+  t.same((await store.list({ owner: 'bob', pageSize: 10 })).tasks, [])
   t.equal(await client.exists(`${PREFIX}owner:bob`), 0, 'an empty index is gone')
+})
+
+t.test('row 16: the index entries of expired tasks are pruned whoever lists: 300 expired tasks leave none behind', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 1, pruneIntervalMs: 0 })
+  t.teardown(() => store.close())
+  const c = clock()
+  const ended: string[] = []
+  for (let i = 0; i < 300; i++) {
+    const owner = i % 2 === 0 ? 'alice' : 'bob'
+    const r = record(`t${i}`, c.ms, { owner, contextId: 'x' })
+    await store.insert(r)
+    // A third end with a write, a third have a sibling stored already ended (rejected), a third stay unfinished.
+    if (i % 3 === 0) {
+      await store.replace(moved(r, 'completed'))
+      ended.push(`${PREFIX}t:t${i}`)
+    } else if (i % 3 === 1) {
+      await store.insert(record(`r${i}`, c.ms, { owner, state: 'rejected' }))
+      ended.push(`${PREFIX}t:r${i}`)
+    }
+  }
+  await store.insert(record('live', c.ms))
+  // A task whose expiry was renewed after it was scored is scored again, not dropped (here: its hash kept by hand).
+  await store.insert(record('kept', c.ms, { state: 'rejected' }))
+  await client.pexpire(`${PREFIX}t:kept`, 60_000)
+  t.equal(await client.zcard(`${PREFIX}expiring`), 201, 'every terminal task is in the expiring set')
+  const keptUntil = Number(await client.zscore(`${PREFIX}expiring`, '3:ctx5:alicekept'))
+  await until(async () => await client.exists(...ended) === 0 && Number((await client.time())[0]) * 1000 > keptUntil)
+  t.equal(await client.zcard(`${PREFIX}owner:bob`), 200, 'before: the entries of expired tasks are still there')
+
+  t.ok(await store.pruneExpired() >= 201)
+  const unfinished = (owner: string, odd: number) => Array.from({ length: 300 }, (_, i) => i)
+    .filter(i => i % 2 === odd && i % 3 !== 0).map(i => `${owner.length}:${owner}t${i}`)
+  t.same((await client.zrange(`${PREFIX}owner:alice`, 0, -1)).sort(), ['5:alicekept', '5:alicelive', ...unfinished('alice', 0)].sort(),
+    'alice: only the tasks Redis still holds')
+  t.same((await client.zrange(`${PREFIX}owner:bob`, 0, -1)).sort(), unfinished('bob', 1).sort(), 'bob: his unfinished ones, though he never listed')
+  t.equal(await client.exists(`${PREFIX}st:5:alice:completed`, `${PREFIX}st:3:bob:completed`, `${PREFIX}st:3:bob:rejected`), 0,
+    'terminal state sets emptied')
+  t.same(await client.zrange(`${PREFIX}expiring`, 0, -1), ['3:ctx5:alicekept'], 'a renewed task waits for its new expiry')
+  t.ok(Number(await client.zscore(`${PREFIX}expiring`, '3:ctx5:alicekept')) > keptUntil + 50_000)
+  t.same((await client.keys(`${PREFIX}ctx:*`)).sort(), [`${PREFIX}ctx:3:bob:x`, `${PREFIX}ctx:5:alice:ctx`, `${PREFIX}ctx:5:alice:x`],
+    'context indexes hold only the tasks Redis still holds')
+  t.same((await client.zrange(`${PREFIX}ctx:5:alice:ctx`, 0, -1)).sort(), ['5:alicekept', '5:alicelive'])
+  t.same((await store.list({ owner: 'alice', pageSize: 2 })).tasks.map(r => r.task.id), ['kept', 'live'], 'list still works')
+  t.equal(await store.pruneExpired(), 0)
 })
 
 t.test('a long run of tasks that do not match is read in batches', async t => {
@@ -198,7 +246,7 @@ t.test('two instances inserting one id: one succeeds, the other gets TaskConflic
   const results = await Promise.allSettled(stores.map((s, i) => s.insert(record('a', c.ms, { owner: `o${i}` }))))
   t.equal(results.filter(r => r.status === 'fulfilled').length, 1)
   t.match(results.find(r => r.status === 'rejected'), { reason: { code: 'A2A_ERR_TASK_CONFLICT', statusCode: 409 } })
-  t.equal(await clients[0].zcard(`${PREFIX}all`), 1)
+  t.equal(await clients[0].zcard(`${PREFIX}owner:o0`) + await clients[0].zcard(`${PREFIX}owner:o1`), 1)
   t.equal(await clients[0].get(`${PREFIX}seq`), '1', 'the refused insert took no sequence number')
 })
 
@@ -213,9 +261,15 @@ t.test('close leaves the borrowed client open', async t => {
 t.test('an unreachable Redis fails every call with StorageUnavailable', async t => {
   const client = createRedisClient(service(`redis://127.0.0.1:${await closedPort()}`, true), { connectTimeoutMs: 200, commandTimeoutMs: 300 })
   t.teardown(() => quitWithin(client, 500))
-  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60 })
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, pruneIntervalMs: 20 })
+  t.teardown(() => store.close())
+  // The prune timer's rounds fail too, and it goes on (each failure is the next round's work).
+  let failed = 0
+  const prune = store.pruneExpired.bind(store)
+  store.pruneExpired = async () => await prune().catch(err => { failed++; throw err })
   const r = record('a', clock().ms)
   await t.rejects(store.get('a'), UNAVAILABLE)
+  await until(() => failed >= 2)
   await t.rejects(store.insert(r), UNAVAILABLE)
   await t.rejects(store.replace(moved(r, 'in_progress')), UNAVAILABLE)
   await t.rejects(store.list({ owner: 'alice', pageSize: 10 }), UNAVAILABLE)
