@@ -56,7 +56,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       // its webhooks are due land in one script.
       pushKeyPrefix: push.enabled ? push.key_prefix : undefined,
       // A write publishes its event from its own script.
-      announcer: events
+      announcer: events,
+      // Each write keeps its event in Redis as the memory store keeps it in memory: as many, as long.
+      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
     })
     bus = events
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })

@@ -44,6 +44,11 @@ export interface RedisTaskStoreOptions {
 }
 
 const DEFAULT_LIST_BATCH = 100
+/**
+ * A Stream trimmed with `MAXLEN ~` drops whole nodes only (`stream-node-max-entries`, 100 entries by default): below
+ * that many kept events it would keep up to 100 whatever the limit, so such a limit is kept exactly (`MAXLEN =`).
+ */
+const EXACT_TRIM_BELOW = 100
 /** Most interrupted tasks one claim hands out; the next round takes the rest. */
 const CLAIM_BATCH = 100
 /** A claimed interrupted task that is still interrupted this much later is handed out again. */
@@ -59,8 +64,8 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    `ev`: the version of the task's last event (0 before the first).
  *   e:<taskId>       Stream of the task's events, kept for streams that resume: entry id `<version>-1`, fields `p`
  *                    (the version of the event before) and `e` (the kept event JSON), about `replay.maxEvents` long
- *                    (MAXLEN ~). Written by the same scripts as the task; it expires `replay.ttlSeconds` after the
- *                    task ends.
+ *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
+ *                    it expires `replay.ttlSeconds` after the task ends.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   all              sorted set of every task, the same way (for a `list` without an owner).
@@ -99,8 +104,9 @@ if ARGV[10] ~= '1' then
 end
 local seq = redis.call('INCR', KEYS[2])
 local last = '0'
+local trim = tonumber(ARGV[12]) < ${EXACT_TRIM_BELOW} and '=' or '~'
 for i = 14, #ARGV, 2 do
-  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
+  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', trim, ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
   last = ARGV[i]
 end
 if last ~= '0' and ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
@@ -134,7 +140,7 @@ if old[1] ~= ARGV[1] then return 0 end
 local ev = old[4] or '0'
 if ARGV[19] ~= '' then
   if ARGV[20] ~= '0' then
-    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
+    redis.call('XADD', KEYS[9], 'MAXLEN', tonumber(ARGV[20]) < ${EXACT_TRIM_BELOW} and '=' or '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
     if ARGV[10] == '1' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
   end
   ev = ARGV[3]
