@@ -5,6 +5,7 @@ import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
+import { FOLD_MIN_BYTES, assembled, chunkEntry } from './redis-chunks.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -44,6 +45,7 @@ export interface RedisTaskStoreOptions {
 }
 
 const DEFAULT_LIST_BATCH = 100
+const FOLD_MIN = String(FOLD_MIN_BYTES)
 /**
  * A Stream trimmed with `MAXLEN ~` drops whole nodes only (`stream-node-max-entries`, 100 entries by default): below
  * that many kept events it would keep up to 100 whatever the limit, so such a limit is kept exactly (`MAXLEN =`).
@@ -66,6 +68,9 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    (the version of the event before) and `e` (the kept event JSON), about `replay.maxEvents` long
  *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
  *                    it expires `replay.ttlSeconds` after the task ends.
+ *   c:<taskId>       string: the artifact chunks appended since `record` was last written whole (redis-chunks.ts),
+ *                    each `,<chunk JSON>`; a read folds them into the record. Only an unfinished task has any: a
+ *                    write of the whole record (every write but a chunk, hence every terminal one) deletes it.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   all              sorted set of every task, the same way (for a `list` without an owner).
@@ -131,12 +136,18 @@ return 1
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
 // ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
 // event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
-// the task's event Stream; each entry's id is its version, its field p the version of the event before). A terminal write
-// drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change went to the
-// outbox, else 1.
+// the task's event Stream; each entry's id is its version, its field p the version of the event before), the chunk
+// the write appends ('' for a write of the whole record, in ARGV[2]; KEYS[10], the task's chunks), and how many bytes
+// of chunks are kept at least before the record is written whole again. A terminal write drops the task's lease: its
+// run is over. Replies 0 when the version did not match, 2 when the change went to the outbox, 3 when the chunk is
+// to be written with the whole record instead (nothing written), else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
+if ARGV[22] ~= '' and (old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #ARGV[22] >
+    math.max(tonumber(ARGV[23]), redis.call('HSTRLEN', KEYS[1], 'record'))) then
+  return 3
+end
 local ev = old[4] or '0'
 if ARGV[19] ~= '' then
   if ARGV[20] ~= '0' then
@@ -145,7 +156,13 @@ if ARGV[19] ~= '' then
   end
   ev = ARGV[3]
 end
-redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+if ARGV[22] == '' then
+  redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+  redis.call('DEL', KEYS[10])
+else
+  redis.call('APPEND', KEYS[10], ARGV[22])
+  redis.call('HSET', KEYS[1], 'version', ARGV[3], 'ev', ev)
+end
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
 redis.call('PEXPIRE', KEYS[7], ARGV[15])
 if old[2] ~= ARGV[5] and old[3] then
@@ -188,7 +205,8 @@ return ids
 
 // KEYS: the index to read, the global index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
 // matches wanted, '=<contextId>' or '' for any, '=<state>' or '' for any. Reads newest first and stops at the wanted
-// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, seq, ...}.
+// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, chunks, seq,
+// ...}.
 const LIST_LUA = `
 local prefix = ARGV[1]
 local read = tonumber(ARGV[3])
@@ -201,7 +219,8 @@ for i = 1, #entries, 2 do
   out[2] = seq
   local len, rest = string.match(member, '^(%d+):(.*)$')
   len = tonumber(len)
-  local fields = redis.call('HMGET', prefix .. 't:' .. string.sub(rest, len + 1), 'record', 'contextId', 'state')
+  local id = string.sub(rest, len + 1)
+  local fields = redis.call('HMGET', prefix .. 't:' .. id, 'record', 'contextId', 'state')
   if not fields[1] then
     redis.call('ZREM', prefix .. 'owner:' .. string.sub(rest, 1, len), member)
     redis.call('ZREM', KEYS[2], member)
@@ -209,6 +228,7 @@ for i = 1, #entries, 2 do
   elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
     table.insert(out, seq)
     table.insert(out, fields[1])
+    table.insert(out, redis.call('GET', prefix .. 'c:' .. id) or '')
     found = found + 1
     if found == wanted then return out end
   end
@@ -217,7 +237,12 @@ if #entries < 2 * read then out[1] = 1 end
 return out
 `
 
-/** `[exhausted 0|1, last seq read, seq, record JSON, seq, record JSON, ...]` */
+// KEYS: the task hash, its chunks. Replies {record JSON or nil, chunks or nil}.
+const GET_LUA = `
+return {redis.call('HGET', KEYS[1], 'record'), redis.call('GET', KEYS[2])}
+`
+
+/** `[exhausted 0|1, last seq read, seq, record JSON, chunks, seq, record JSON, chunks, ...]` */
 type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
@@ -225,7 +250,8 @@ interface TaskCommands {
   a2aTaskInsert (task: string, seq: string, owner: string, all: string, leases: string, live: string, context: string, state: string,
     events: string, ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
-    leases: string, events: string, ...args: string[]): Promise<0 | 1 | 2>
+    leases: string, events: string, chunks: string, ...args: string[]): Promise<0 | 1 | 2 | 3>
+  a2aTaskGet (task: string, chunks: string): Promise<[string | null, string | null]>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, all: string, ...args: string[]): Promise<ListReply>
 }
@@ -276,7 +302,8 @@ export class RedisTaskStore implements TaskStore {
     this.announces = opts.announcer !== undefined
     this.recordsPush = opts.pushKeyPrefix !== undefined
     client.defineCommand('a2aTaskInsert', { numberOfKeys: 9, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 9, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 10, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskGet', { numberOfKeys: 2, lua: GET_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     this.#commands = client as unknown as TaskCommands
@@ -301,29 +328,43 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get (id: string): Promise<StoredTask | null> {
-    const json = await this.#call(() => this.#client.hget(this.#taskKey(id), 'record'))
-    return json === null ? null : JSON.parse(json)
+    const [json, chunks] = await this.#call(() => this.#commands.a2aTaskGet(this.#taskKey(id), this.#chunksKey(id)))
+    return json === null ? null : assembled(json, chunks)
   }
 
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
+    // A chunk appended to an artifact of an unfinished task is written alone, not with the whole task (redis-chunks.ts),
+    // unless the store answers that it is time to write the whole record again.
+    const chunk = isTerminal(next.task.status.state) ? null : chunkEntry(next, event)
+    let written = chunk === null ? 3 : await this.#replace(next, event, chunk, true)
+    if (written === 3) written = await this.#replace(next, event, null, chunk !== null)
+    return written === 0 ? false : written === 2 ? 'outbox' : true
+  }
+
+  /**
+   * The replace script: the whole record (`chunk` null), or only `chunk`. The event of a chunk (`chunked`) is announced
+   * without its task, even when the record is written whole: the other instances add the chunk to the task themselves.
+   */
+  async #replace (next: StoredTask, event: TaskEvent | undefined, chunk: string | null, chunked: boolean): Promise<0 | 1 | 2 | 3> {
     const { task } = next
     const push = this.#pushPrefix
     const state = task.status.state
-    // The task, the bulk of both, is serialized once for the record and the event.
-    const taskJson = JSON.stringify(task)
+    // The task, the bulk of both, is serialized once for the record and the event; not at all for a chunk.
+    const taskJson = chunk === null ? JSON.stringify(task) : undefined
     const announcer = event === undefined ? undefined : this.#announcer
-    const written = await this.#call(() => this.#commands.a2aTaskReplace(
+    return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
       this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
-      this.#eventsKey(task.id), String(next.version - 1), recordJson(next, taskJson), String(next.version), task.contextId, state,
+      this.#eventsKey(task.id), this.#chunksKey(task.id), String(next.version - 1),
+      taskJson === undefined ? '' : recordJson(next, taskJson), String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson),
-      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs
+      announcer === undefined ? '' : announcer.message(event as TaskEvent, chunked ? undefined : taskJson),
+      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs,
+      chunk ?? '', FOLD_MIN
     ))
-    return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
@@ -360,24 +401,24 @@ export class RedisTaskStore implements TaskStore {
     const wanted = query.pageSize + 1
     const found: string[] = []
     for (;;) {
-      const left = String(wanted - found.length / 2)
+      const left = String(wanted - found.length / 3)
       const [exhausted, last, ...matches] = await this.#call(() =>
         this.#commands.a2aTaskList(index, this.#all, this.#prefix, max, this.#batch, left, contextId, state))
       if (query.where === undefined) {
         found.push(...matches)
       } else {
-        for (let i = 0; i < matches.length; i += 2) {
-          if (query.where((JSON.parse(matches[i + 1]) as StoredTask).task)) found.push(matches[i], matches[i + 1])
+        for (let i = 0; i < matches.length; i += 3) {
+          if (query.where(assembled(matches[i + 1], matches[i + 2]).task)) found.push(matches[i], matches[i + 1], matches[i + 2])
         }
       }
-      if (found.length / 2 >= wanted || exhausted === 1) break
+      if (found.length / 3 >= wanted || exhausted === 1) break
       // Batches keep each script short, so a long index with few matches never blocks Redis for long.
       max = `(${last}`
     }
     const tasks: StoredTask[] = []
-    for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 2) tasks.push(JSON.parse(found[i]))
-    const more = found.length / 2 > query.pageSize
-    return { tasks, nextPageToken: more ? encodeToken(found[2 * query.pageSize - 2]) : '' }
+    for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 3) tasks.push(assembled(found[i], found[i + 1]))
+    const more = found.length / 3 > query.pageSize
+    return { tasks, nextPageToken: more ? encodeToken(found[3 * query.pageSize - 3]) : '' }
   }
 
   async ping (): Promise<void> {
@@ -389,6 +430,10 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #chunksKey (id: string): string {
+    return `${this.#prefix}c:${id}`
   }
 
   #eventsKey (id: string): string {
