@@ -43,7 +43,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
     if (client === null) throw new InvalidPluginOptions('tasks.backend: kvcache needs a services entry with type: cache')
     const push = config.push_notifications
-    const events = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log })
+    // A chunk announced by another instance without its task is added to the task as read from the store when this
+    // instance has not seen the version before it.
+    const events = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log, load: async id => await store.get(id) })
     store = new RedisTaskStore(client, {
       keyPrefix: settings.key_prefix,
       ttlSeconds: settings.ttl,
@@ -56,7 +58,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       // its webhooks are due land in one script.
       pushKeyPrefix: push.enabled ? push.key_prefix : undefined,
       // A write publishes its event from its own script.
-      announcer: events
+      announcer: events,
+      // Each write keeps its event in Redis as the memory store keeps it in memory: as many, as long.
+      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
     })
     bus = events
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })

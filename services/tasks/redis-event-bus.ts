@@ -2,13 +2,28 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { StorageUnavailable } from '../errors.js'
 import type { Logger } from '../logger.js'
+import type { Artifact, Task } from '../../schemas/task.js'
 import { MemoryTaskEventBus, subscription, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
 
 export interface RedisTaskEventBusOptions {
   /** Prefix of the channels: `<prefix>events:<taskId>` per task and `<prefix>abort` for cancellation. */
   keyPrefix: string
   log: Logger
+  /**
+   * Reads a task as stored (the task store's `get`): the base a chunk's message is added to when this instance has
+   * not seen the task as it was just before the chunk. Without it, such a chunk is dropped with a warning.
+   */
+  load?: (taskId: string) => Promise<{ readonly version: number, readonly task: Task } | null>
 }
+
+/** The task as of one version: what a chunk announced without its task (TaskEventAnnouncer) is added to. */
+interface Base {
+  readonly version: number
+  readonly task: Task
+}
+
+/** An event as announced: a chunk's leaves its task out. */
+type Announced = TaskEvent | (Omit<Extract<TaskEvent, { type: 'artifact' }>, 'task'> & { task?: undefined })
 
 /** Length of the origin tag (a UUID and a newline) in front of every event and abort message. */
 const ORIGIN_LENGTH = 37
@@ -23,8 +38,12 @@ interface LocalSub {
 export interface TaskEventAnnouncer {
   /** The task's channel. */
   channel (taskId: string): string
-  /** The message announcing `event`, whose task is already serialized as `taskJson`. */
-  message (event: TaskEvent, taskJson: string): string
+  /**
+   * The message announcing `event`, whose task is already serialized as `taskJson`; without `taskJson`, the message
+   * of a chunk appended to an artifact, which leaves its task out: the other instances add the chunk to the task as
+   * they last saw it (see RedisTaskEventBus).
+   */
+  message (event: TaskEvent, taskJson?: string): string
 }
 
 /**
@@ -57,12 +76,18 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   /** Task id → its SUBSCRIBE, acknowledged or failed (a failure is StorageUnavailable). */
   readonly #channels = new Map<string, Promise<void>>()
   readonly #abortHandlers: Array<(taskId: string) => void> = []
+  readonly #load: RedisTaskEventBusOptions['load']
+  /** Task id → the task as this instance last saw it, while it listens to the task's channel. */
+  readonly #bases = new Map<string, Base>()
+  /** Task id → the messages that wait for its base to be read (`load`), in the order they came. */
+  readonly #loading = new Map<string, Announced[]>()
   #closed = false
 
   /** `client` is borrowed for publishing; the bus opens (and closes) its own subscriber connection from it. */
   constructor (client: Redis, opts: RedisTaskEventBusOptions) {
     this.#pub = client
     this.#log = opts.log
+    this.#load = opts.load
     this.#eventsPrefix = `${opts.keyPrefix}events:`
     this.#abortChannel = `${opts.keyPrefix}abort`
     this.#sub = client.duplicate()
@@ -89,6 +114,7 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
       failure = err
     }
     this.#localOnly.publish(taskId, event)
+    this.#remember(taskId, event.version, event.task)
     if (failure !== undefined) throw failure
   }
 
@@ -96,8 +122,9 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     return this.#eventsPrefix + taskId
   }
 
-  message (event: TaskEvent, taskJson: string): string {
+  message (event: TaskEvent, taskJson?: string): string {
     const { task, ...rest } = event
+    if (taskJson === undefined) return this.#origin + JSON.stringify(rest)
     return `${this.#origin}${JSON.stringify(rest).slice(0, -1)},"task":${taskJson}}`
   }
 
@@ -114,6 +141,8 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
       unsubscribe()
       if (this.#local.listenerCount(taskId) > 0 || this.#closed) return
       this.#channels.delete(taskId)
+      this.#bases.delete(taskId)
+      this.#loading.delete(taskId)
       this.#sub.unsubscribe(this.#eventsPrefix + taskId).catch(() => {})
     }, { ready })
   }
@@ -168,6 +197,8 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     await this.#localOnly.close()
     this.#localSubs.clear()
     this.#channels.clear()
+    this.#bases.clear()
+    this.#loading.clear()
     this.#sub.disconnect()
   }
 
@@ -210,17 +241,80 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     }
     if (message.startsWith(this.#origin)) return
     const taskId = channel.slice(this.#eventsPrefix.length)
-    let event: TaskEvent
+    let event: Announced
     try {
       event = JSON.parse(message.slice(ORIGIN_LENGTH))
     } catch (err) {
       this.#log.warn({ err, taskId }, 'unreadable task event dropped')
       return
     }
+    this.#receive(taskId, event, true)
+  }
+
+  /**
+   * An event from another instance, to this process's listeners. A chunk announced without its task is added to the
+   * task as this instance last saw it, when that is the version just before; else the task is read first (`load`),
+   * once (`reload`), and the events that come meanwhile wait behind it. A chunk that still finds the task older goes
+   * on with the chunk added to it: its listeners get every chunk, and the next whole task catches up.
+   */
+  #receive (taskId: string, announced: Announced, reload: boolean): void {
+    const waiting = this.#loading.get(taskId)
+    if (waiting !== undefined) {
+      waiting.push(announced)
+      return
+    }
+    let event: TaskEvent
+    if (announced.task !== undefined) {
+      event = announced
+    } else {
+      const base = this.#bases.get(taskId)
+      if (reload && (base === undefined || base.version < announced.version - 1)) {
+        this.#loadBase(taskId, announced)
+        return
+      }
+      if (base === undefined) {
+        this.#log.warn({ taskId }, 'task chunk dropped: the task could not be read')
+        return
+      }
+      event = { ...announced, task: base.version >= announced.version ? base.task : withChunk(base.task, announced.artifact) }
+    }
+    this.#remember(taskId, event.version, event.task)
     try {
       this.#local.publish(taskId, event)
     } catch (err) {
       this.#log.error({ err, taskId }, 'task event listener failed')
     }
   }
+
+  /** Reads the task as stored, then passes on `first` and what came meanwhile. */
+  #loadBase (taskId: string, first: Announced): void {
+    const waiting = [first]
+    this.#loading.set(taskId, waiting)
+    const load = this.#load ?? (async () => null)
+    load(taskId).then(record => {
+      if (record !== null) this.#remember(taskId, record.version, record.task)
+    }, (err: unknown) => {
+      this.#log.warn({ err, taskId }, 'task not read for its chunk')
+    }).finally(() => {
+      if (this.#loading.get(taskId) !== waiting) return
+      this.#loading.delete(taskId)
+      for (const event of waiting) this.#receive(taskId, event, false)
+    }).catch(() => {})
+  }
+
+  /** Keeps the task as of `version` as the base of the next chunk, while its channel is listened to. */
+  #remember (taskId: string, version: number, task: Task): void {
+    if (!this.#channels.has(taskId)) return
+    const base = this.#bases.get(taskId)
+    if (base === undefined || base.version < version) this.#bases.set(taskId, { version, task })
+  }
+}
+
+/** `task` with the parts of `chunk` appended to its artifact (a new artifact when it has none of that id). */
+function withChunk (task: Task, chunk: Artifact): Task {
+  const index = task.artifacts.findIndex(a => a.artifactId === chunk.artifactId)
+  if (index < 0) return { ...task, artifacts: task.artifacts.concat([chunk]) }
+  const artifacts = task.artifacts.slice()
+  artifacts[index] = { ...artifacts[index], parts: artifacts[index].parts.concat(chunk.parts) }
+  return { ...task, artifacts }
 }

@@ -5,6 +5,7 @@ import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
+import { FOLD_MIN_BYTES, assembled, chunkEntry } from './redis-chunks.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -49,6 +50,12 @@ export interface RedisTaskStoreOptions {
 }
 
 const DEFAULT_LIST_BATCH = 100
+const FOLD_MIN = String(FOLD_MIN_BYTES)
+/**
+ * A Stream trimmed with `MAXLEN ~` drops whole nodes only (`stream-node-max-entries`, 100 entries by default): below
+ * that many kept events it would keep up to 100 whatever the limit, so such a limit is kept exactly (`MAXLEN =`).
+ */
+const EXACT_TRIM_BELOW = 100
 /** Most interrupted tasks one claim hands out; the next round takes the rest. */
 const CLAIM_BATCH = 100
 /** A claimed interrupted task that is still interrupted this much later is handed out again. */
@@ -68,8 +75,11 @@ const PRUNE_ROUNDS = 50
  *                    `ev`: the version of the task's last event (0 before the first).
  *   e:<taskId>       Stream of the task's events, kept for streams that resume: entry id `<version>-1`, fields `p`
  *                    (the version of the event before) and `e` (the kept event JSON), about `replay.maxEvents` long
- *                    (MAXLEN ~). Written by the same scripts as the task; it expires `replay.ttlSeconds` after the
- *                    task ends.
+ *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
+ *                    it expires `replay.ttlSeconds` after the task ends.
+ *   c:<taskId>       string: the artifact chunks appended since `record` was last written whole (redis-chunks.ts),
+ *                    each `,<chunk JSON>`; a read folds them into the record. Only an unfinished task has any: a
+ *                    write of the whole record (every write but a chunk, hence every terminal one) deletes it.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
  *   expiring         sorted set of the terminal tasks, `<contextId length>:<contextId><index member>`, scored by when
@@ -111,8 +121,9 @@ if ARGV[10] ~= '1' then
 end
 local seq = redis.call('INCR', KEYS[2])
 local last = '0'
+local trim = tonumber(ARGV[12]) < ${EXACT_TRIM_BELOW} and '=' or '~'
 for i = 14, #ARGV, 2 do
-  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
+  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', trim, ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
   last = ARGV[i]
 end
 if last ~= '0' and ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
@@ -141,21 +152,33 @@ return 1
 // ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
 // event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
 // the task's event Stream; each entry's id is its version, its field p the version of the event before), the expiring
-// set (a write that sets the TTL scores the task there by its new expiry). A terminal write drops the task's lease: its
-// run is over. Replies 0 when the version did not match, 2 when the change went to the
-// outbox, else 1.
+// set (a write that sets the TTL scores the task there by its new expiry), the chunk the write appends ('' for a write
+// of the whole record, in ARGV[2]; KEYS[10], the task's chunks), and how many bytes of chunks are kept at least before
+// the record is written whole again. A terminal write drops the task's lease: its run is over. Replies 0 when the
+// version did not match, 2 when the change went to the outbox, 3 when the chunk is to be written with the whole record
+// instead (nothing written), else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
+if ARGV[23] ~= '' and (old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #ARGV[23] >
+    math.max(tonumber(ARGV[24]), redis.call('HSTRLEN', KEYS[1], 'record'))) then
+  return 3
+end
 local ev = old[4] or '0'
 if ARGV[19] ~= '' then
   if ARGV[20] ~= '0' then
-    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
+    redis.call('XADD', KEYS[9], 'MAXLEN', tonumber(ARGV[20]) < ${EXACT_TRIM_BELOW} and '=' or '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
     if ARGV[10] == '1' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
   end
   ev = ARGV[3]
 end
-redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+if ARGV[23] == '' then
+  redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+  redis.call('DEL', KEYS[10])
+else
+  redis.call('APPEND', KEYS[10], ARGV[23])
+  redis.call('HSET', KEYS[1], 'version', ARGV[3], 'ev', ev)
+end
 if ARGV[6] ~= '' then
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
   local t = redis.call('TIME')
@@ -202,7 +225,8 @@ return ids
 
 // KEYS: the index to read, the owner index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
 // matches wanted, '=<contextId>' or '' for any, '=<state>' or '' for any. Reads newest first and stops at the wanted
-// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, seq, ...}.
+// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, chunks, seq,
+// ...}.
 const LIST_LUA = `
 local prefix = ARGV[1]
 local read = tonumber(ARGV[3])
@@ -215,13 +239,15 @@ for i = 1, #entries, 2 do
   out[2] = seq
   local len, rest = string.match(member, '^(%d+):(.*)$')
   len = tonumber(len)
-  local fields = redis.call('HMGET', prefix .. 't:' .. string.sub(rest, len + 1), 'record', 'contextId', 'state')
+  local id = string.sub(rest, len + 1)
+  local fields = redis.call('HMGET', prefix .. 't:' .. id, 'record', 'contextId', 'state')
   if not fields[1] then
     redis.call('ZREM', KEYS[2], member)
     redis.call('ZREM', KEYS[1], member)
   elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
     table.insert(out, seq)
     table.insert(out, fields[1])
+    table.insert(out, redis.call('GET', prefix .. 'c:' .. id) or '')
     found = found + 1
     if found == wanted then return out end
   end
@@ -261,7 +287,12 @@ end
 return #members
 `
 
-/** `[exhausted 0|1, last seq read, seq, record JSON, seq, record JSON, ...]` */
+// KEYS: the task hash, its chunks. Replies {record JSON or nil, chunks or nil}.
+const GET_LUA = `
+return {redis.call('HGET', KEYS[1], 'record'), redis.call('GET', KEYS[2])}
+`
+
+/** `[exhausted 0|1, last seq read, seq, record JSON, chunks, seq, record JSON, chunks, ...]` */
 type ListReply = [0 | 1, string, ...string[]]
 
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
@@ -269,7 +300,8 @@ interface TaskCommands {
   a2aTaskInsert (task: string, seq: string, owner: string, expiring: string, leases: string, live: string, context: string, state: string,
     events: string, ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
-    leases: string, events: string, ...args: string[]): Promise<0 | 1 | 2>
+    leases: string, events: string, chunks: string, ...args: string[]): Promise<0 | 1 | 2 | 3>
+  a2aTaskGet (task: string, chunks: string): Promise<[string | null, string | null]>
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, owner: string, ...args: string[]): Promise<ListReply>
   a2aTaskPrune (expiring: string, ...args: string[]): Promise<number>
@@ -322,7 +354,8 @@ export class RedisTaskStore implements TaskStore {
     this.announces = opts.announcer !== undefined
     this.recordsPush = opts.pushKeyPrefix !== undefined
     client.defineCommand('a2aTaskInsert', { numberOfKeys: 9, lua: INSERT_LUA })
-    client.defineCommand('a2aTaskReplace', { numberOfKeys: 9, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskReplace', { numberOfKeys: 10, lua: REPLACE_LUA })
+    client.defineCommand('a2aTaskGet', { numberOfKeys: 2, lua: GET_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     client.defineCommand('a2aTaskPrune', { numberOfKeys: 1, lua: PRUNE_LUA })
@@ -351,29 +384,43 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get (id: string): Promise<StoredTask | null> {
-    const json = await this.#call(() => this.#client.hget(this.#taskKey(id), 'record'))
-    return json === null ? null : JSON.parse(json)
+    const [json, chunks] = await this.#call(() => this.#commands.a2aTaskGet(this.#taskKey(id), this.#chunksKey(id)))
+    return json === null ? null : assembled(json, chunks)
   }
 
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
+    // A chunk appended to an artifact of an unfinished task is written alone, not with the whole task (redis-chunks.ts),
+    // unless the store answers that it is time to write the whole record again.
+    const chunk = isTerminal(next.task.status.state) ? null : chunkEntry(next, event)
+    let written = chunk === null ? 3 : await this.#replace(next, event, chunk, true)
+    if (written === 3) written = await this.#replace(next, event, null, chunk !== null)
+    return written === 0 ? false : written === 2 ? 'outbox' : true
+  }
+
+  /**
+   * The replace script: the whole record (`chunk` null), or only `chunk`. The event of a chunk (`chunked`) is announced
+   * without its task, even when the record is written whole: the other instances add the chunk to the task themselves.
+   */
+  async #replace (next: StoredTask, event: TaskEvent | undefined, chunk: string | null, chunked: boolean): Promise<0 | 1 | 2 | 3> {
     const { task } = next
     const push = this.#pushPrefix
     const state = task.status.state
-    // The task, the bulk of both, is serialized once for the record and the event.
-    const taskJson = JSON.stringify(task)
+    // The task, the bulk of both, is serialized once for the record and the event; not at all for a chunk.
+    const taskJson = chunk === null ? JSON.stringify(task) : undefined
     const announcer = event === undefined ? undefined : this.#announcer
-    const written = await this.#call(() => this.#commands.a2aTaskReplace(
+    return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
       this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
-      this.#eventsKey(task.id), String(next.version - 1), recordJson(next, taskJson), String(next.version), task.contextId, state,
+      this.#eventsKey(task.id), this.#chunksKey(task.id), String(next.version - 1),
+      taskJson === undefined ? '' : recordJson(next, taskJson), String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : announcer.message(event as TaskEvent, taskJson),
-      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs, this.#expiring
+      announcer === undefined ? '' : announcer.message(event as TaskEvent, chunked ? undefined : taskJson),
+      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs, this.#expiring,
+      chunk ?? '', FOLD_MIN
     ))
-    return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
@@ -409,24 +456,24 @@ export class RedisTaskStore implements TaskStore {
     const wanted = query.pageSize + 1
     const found: string[] = []
     for (;;) {
-      const left = String(wanted - found.length / 2)
+      const left = String(wanted - found.length / 3)
       const [exhausted, last, ...matches] = await this.#call(() =>
         this.#commands.a2aTaskList(index, this.#ownerKey(owner), this.#prefix, max, this.#batch, left, contextId, state))
       if (query.where === undefined) {
         found.push(...matches)
       } else {
-        for (let i = 0; i < matches.length; i += 2) {
-          if (query.where((JSON.parse(matches[i + 1]) as StoredTask).task)) found.push(matches[i], matches[i + 1])
+        for (let i = 0; i < matches.length; i += 3) {
+          if (query.where(assembled(matches[i + 1], matches[i + 2]).task)) found.push(matches[i], matches[i + 1], matches[i + 2])
         }
       }
-      if (found.length / 2 >= wanted || exhausted === 1) break
+      if (found.length / 3 >= wanted || exhausted === 1) break
       // Batches keep each script short, so a long index with few matches never blocks Redis for long.
       max = `(${last}`
     }
     const tasks: StoredTask[] = []
-    for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 2) tasks.push(JSON.parse(found[i]))
-    const more = found.length / 2 > query.pageSize
-    return { tasks, nextPageToken: more ? encodeToken(found[2 * query.pageSize - 2]) : '' }
+    for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 3) tasks.push(assembled(found[i], found[i + 1]))
+    const more = found.length / 3 > query.pageSize
+    return { tasks, nextPageToken: more ? encodeToken(found[3 * query.pageSize - 3]) : '' }
   }
 
   async ping (): Promise<void> {
@@ -455,6 +502,10 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #chunksKey (id: string): string {
+    return `${this.#prefix}c:${id}`
   }
 
   #eventsKey (id: string): string {

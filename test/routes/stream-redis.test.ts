@@ -1,6 +1,7 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { TEST_REDIS, listen, postStream, redisDb, rpc, until, userMessage } from '../helper.js'
+import type { AgentExecutor } from '../../services/agent/executor.js'
+import { TEST_REDIS, call, listen, postStream, redisDb, rpc, until, userMessage } from '../helper.js'
 
 // This file owns Redis db 2.
 const DB = 2
@@ -78,4 +79,32 @@ t.test('concurrent streams never pass server.max_streams, on Redis', async t => 
   clearInterval(watch)
   t.equal(statuses.filter(s => s === 200 || s === 429).length, 40, 'each stream is served or refused with 429')
   t.ok(peak <= 20, `never more than 20 open (peak ${peak})`)
+})
+
+/** An agent that answers in `chunks` artifact chunks. */
+function chunky (chunks: number): AgentExecutor {
+  return async function * () {
+    for (let i = 0; i < chunks; i++) yield `c${i} `
+  }
+}
+
+t.test('server.stream_replay holds on Redis (issue 39 row 10): max_events 0 keeps no event; ttl bounds the Stream; a limit trims', async t => {
+  const redis = await redisDb(t, DB)
+  const replay = async (maxEvents: number): Promise<string> => {
+    const { app } = await listen(t, {
+      executor: chunky(10),
+      config: { ...onRedis(0), server: { stream_replay: { max_events: maxEvents, ttl: 2 } } }
+    })
+    const sent = await call(app, 'message/send', { message: userMessage('x'), configuration: { blocking: true } })
+    t.equal(sent.body.result.status.state, 'completed')
+    return sent.body.result.id
+  }
+  const none = await replay(0)
+  t.equal(await redis.exists(`a2a:task:t:${none}`), 1, 'the task is stored')
+  t.same(await redis.keys('a2a:task:e:*'), [], 'max_events 0: no event is kept')
+
+  const kept = await replay(3)
+  t.equal(await redis.xlen(`a2a:task:e:${kept}`), 3, 'max_events 3: the task\'s 12 events are trimmed to the last 3')
+  const pttl = await redis.pttl(`a2a:task:e:${kept}`)
+  t.ok(pttl > 0 && pttl <= 2000, `ttl 2: the ended task's events expire within 2 s (PTTL ${pttl} ms)`)
 })

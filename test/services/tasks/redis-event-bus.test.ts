@@ -204,3 +204,106 @@ t.test('with Redis unreachable, ready rejects with StorageUnavailable and publis
   t.doesNotThrow(() => bus.requestAbort('t1'))
   sub()
 })
+
+/** The task `id` at `version`, its artifact `x` holding the texts `texts`. */
+function withText (id: string, texts: string[]): Task {
+  return { ...task(id), artifacts: [{ artifactId: 'x', parts: texts.map(text => ({ kind: 'text' as const, text })) }] }
+}
+
+function chunkOf (id: string, version: number, text: string, artifactId = 'x'): TaskEvent {
+  return { type: 'artifact', version, task: task(id), artifact: { artifactId, parts: [{ kind: 'text', text }] }, append: true, lastChunk: false }
+}
+
+const texts = (e: TaskEvent) => e.task.artifacts.map(a => a.parts.map(p => (p as { text: string }).text).join('|'))
+
+t.test('a chunk announced without its task (issue 39 row 7) is added to the task as last seen, read from the store when that is not the version before', async t => {
+  const client = await redisDb(t, DB)
+  const keyPrefix = `test:${randomUUID()}:`
+  const stored: Array<{ version: number, task: Task } | null | Error> = []
+  const loads: Array<(value: unknown) => void> = []
+  const a = new RedisTaskEventBus(client, { keyPrefix, log })
+  const b = new RedisTaskEventBus(client, {
+    keyPrefix,
+    log,
+    load: async () => await new Promise(resolve => { loads.push(resolve) }).then(() => {
+      const next = stored.shift() as { version: number, task: Task } | null | Error
+      if (next instanceof Error) throw next
+      return next
+    })
+  })
+  t.teardown(async () => { await a.close(); await b.close() })
+  const seen: TaskEvent[] = []
+  const sub = b.subscribe('k', e => seen.push(e))
+  await sub.ready
+  const announce = async (e: TaskEvent) => await client.publish(a.channel('k'), a.message(e))
+  t.notMatch(a.message(chunkOf('k', 2, 'p1')), /"task"/, 'a chunk\'s message leaves its task out')
+
+  // No task seen yet: read first; what comes meanwhile waits behind the read.
+  stored.push({ version: 1, task: withText('k', ['p0']) })
+  await announce(chunkOf('k', 2, 'p1'))
+  await announce(chunkOf('k', 3, 'p2'))
+  await until(() => loads.length === 1)
+  await new Promise(resolve => setTimeout(resolve, 20))
+  t.equal(seen.length, 0, 'nothing goes out before the read')
+  loads[0](null)
+  await until(() => seen.length === 2)
+  t.same(seen.map(texts), [['p0|p1'], ['p0|p1|p2']], 'each chunk added to the task as of the version before')
+
+  // A whole task, then a chunk after a write with no event (a gap): read again, and the read is ahead of the chunk.
+  await client.publish(a.channel('k'), a.message({ type: 'status', version: 4, task: withText('k', ['w']), final: false }, JSON.stringify(withText('k', ['w']))))
+  await until(() => seen.length === 3)
+  stored.push({ version: 7, task: withText('k', ['w', 'p6', 'p7']) })
+  await announce(chunkOf('k', 6, 'p6'))
+  await until(() => loads.length === 2)
+  loads[1](null)
+  await until(() => seen.length === 4)
+  t.same(texts(seen[3]), ['w|p6|p7'], 'a chunk older than the task read goes with the task read')
+  t.equal(seen[3].version, 6)
+
+  // The read finds the task older than the chunk's version before: the chunk goes on, added to what was read.
+  stored.push({ version: 8, task: withText('k', ['old']) })
+  await announce(chunkOf('k', 10, 'p10', 'y'))
+  await until(() => loads.length === 3)
+  loads[2](null)
+  await until(() => seen.length === 5)
+  t.same(texts(seen[4]), ['old', 'p10'], 'the chunk of an artifact the task lacks adds it')
+
+  // A read that fails, or finds no task, drops the chunk (logged).
+  const other: TaskEvent[] = []
+  const sub2 = b.subscribe('gone', e => other.push(e))
+  await sub2.ready
+  stored.push(new Error('down'))
+  await client.publish(a.channel('gone'), a.message(chunkOf('gone', 2, 'lost')))
+  await until(() => loads.length === 4)
+  loads[3](null)
+  stored.push(null)
+  await client.publish(a.channel('gone'), a.message(chunkOf('gone', 3, 'lost')))
+  await until(() => loads.length === 5)
+  loads[4](null)
+  await announce(chunkOf('k', 11, 'p11', 'y'))
+  await until(() => seen.length === 6)
+  t.same(other, [], 'no chunk without a task to add it to')
+
+  // Unsubscribed while the read runs: nothing goes out once it is done.
+  const late: TaskEvent[] = []
+  const sub3 = b.subscribe('late', e => late.push(e))
+  await sub3.ready
+  stored.push({ version: 1, task: withText('late', []) })
+  await client.publish(a.channel('late'), a.message(chunkOf('late', 2, 'x')))
+  await until(() => loads.length === 6)
+  sub3()
+  loads[5](null)
+  await new Promise(resolve => setTimeout(resolve, 20))
+  t.same(late, [])
+})
+
+t.test('without a store to read, a chunk whose task was not seen is dropped', async t => {
+  const { client, a, b } = await pair(t)
+  const seen: TaskEvent[] = []
+  const sub = b.subscribe('n', e => seen.push(e))
+  await sub.ready
+  await client.publish(a.channel('n'), a.message(chunkOf('n', 2, 'lost')))
+  a.publish('n', { type: 'status', version: 3, task: withText('n', ['s']), final: false })
+  await until(() => seen.length === 1)
+  t.equal(seen[0].version, 3)
+})

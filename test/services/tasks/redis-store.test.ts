@@ -5,6 +5,7 @@ import type { CacheService } from '../../../schemas/config.js'
 import { createRedisClient, quitWithin } from '../../../services/redis.js'
 import type { TaskEvent } from '../../../services/tasks/event-bus.js'
 import { RedisTaskStore } from '../../../services/tasks/redis-store.js'
+import type { StoredTask } from '../../../services/tasks/store.js'
 import { TEST_REDIS, privateRedis, redisDb, silentServer, until } from '../../helper.js'
 import { clock, moved, record, storeContract } from './store-contract.js'
 
@@ -433,4 +434,42 @@ t.test('eventsAfter fails as storage unavailable when Redis does not answer', as
   const stalled = createRedisClient(service(`redis://127.0.0.1:${port}`, true), { commandTimeoutMs: 300 })
   t.teardown(() => quitWithin(stalled, 100))
   await t.rejects(new RedisTaskStore(stalled, { keyPrefix: PREFIX, ttlSeconds: 60 }).eventsAfter('x', 0), { message: /^Storage unavailable/ })
+})
+
+t.test('a chunk appended to an artifact is written alone beside the record (issue 39 row 7); reads fold it in; a large one, or any other write, writes the record whole', async t => {
+  const client = await redisDb(t, DB)
+  const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 3600 })
+  const c = clock()
+  let r = moved(record('k', c.ms), 'in_progress')
+  r = { ...r, version: 1, task: { ...r.task, artifacts: [{ artifactId: 'x', name: 'answer', parts: [{ kind: 'text', text: 'a' }] }] } }
+  await store.insert(r)
+  const stored = await client.hget(`${PREFIX}t:k`, 'record')
+  /** `r` with `text` appended to artifact x, one version and one ms on, written with its chunk event. */
+  const append = async (text: string): Promise<void> => {
+    const old = r.task.artifacts[0]
+    const next: StoredTask = { ...r, version: r.version + 1, updatedAt: r.updatedAt + 1, task: { ...r.task, artifacts: [{ ...old, parts: old.parts.concat([{ kind: 'text', text }]) }] } }
+    t.equal(await store.replace(next, { type: 'artifact', version: next.version, task: next.task, artifact: { artifactId: 'x', name: 'answer', parts: [{ kind: 'text', text }] }, append: true, lastChunk: false }), true)
+    r = next
+  }
+  for (const text of ['b', 'c', 'd']) await append(text)
+  t.equal(await client.hget(`${PREFIX}t:k`, 'record'), stored, 'the record is not rewritten by a chunk')
+  t.equal(await client.hget(`${PREFIX}t:k`, 'version'), '4')
+  t.same(await store.get('k'), r, 'get folds the chunks in: the record as written')
+  t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks, [r], 'list too')
+  t.same((await store.list({ owner: 'alice', pageSize: 10, where: task => task.artifacts[0].parts.length === 4 })).tasks, [r], 'and a filtered list filters the folded task')
+
+  // A chunk that would outweigh the record (and 64 KiB) is written with the whole record, and the chunks go.
+  await append('z'.repeat(70 * 1024))
+  t.equal(await client.exists(`${PREFIX}c:k`), 0, 'no chunks left')
+  t.same(JSON.parse(await client.hget(`${PREFIX}t:k`, 'record') as string), r, 'the record written whole')
+  await append('e')
+  t.equal(await client.exists(`${PREFIX}c:k`), 1)
+  const stale = { ...r, version: r.version }
+  t.equal(await store.replace(stale, { type: 'artifact', version: stale.version, task: stale.task, artifact: { artifactId: 'x', parts: [] }, append: true, lastChunk: false }), false,
+    'a chunk keeps the compare-and-set: one from a stale version is refused')
+  // A write that is not a chunk writes the record whole.
+  const done = moved(r, 'completed')
+  await store.replace(done, { type: 'status', version: done.version, task: done.task, final: true })
+  t.equal(await client.exists(`${PREFIX}c:k`), 0, 'a terminal write leaves no chunks')
+  t.same(await store.get('k'), done)
 })
