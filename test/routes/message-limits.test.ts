@@ -1,5 +1,7 @@
+import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
-import { build, restCall, rpc, userMessage } from '../helper.js'
+import { build, listenGrpc, restCall, rpc, userMessage } from '../helper.js'
+import { grpcClients, unary } from './grpc-client.js'
 
 // Issue 39, row 4: what one message may carry (tasks.max_parts, tasks.max_keys), refused alike on every binding
 // by the same check (services/a2a/operations.ts), and a body far past it refused before it is parsed (routes/body.ts).
@@ -49,6 +51,14 @@ t.test('a message over the key or part limit gets HTTP 400 on REST, as -32602 on
   t.match(keys.body, { error: { code: 400, status: 'INVALID_ARGUMENT', message: /tasks\.max_keys \(100\)/ } })
   const v10 = await app.inject({ method: 'POST', url: '/', headers: { 'a2a-version': '1.0' }, payload: rpc('SendMessage', { message: message(Array.from({ length: 6 }, (_, i) => ({ text: `p${i}` }))) }, 8) })
   t.match(v10.json(), { id: 8, error: { code: -32602 } }, 'v1.0 JSON-RPC alike')
+})
+
+t.test('a message over the part limit gets INVALID_ARGUMENT on gRPC, from the same check', async t => {
+  const { target } = await listenGrpc(t, { config: limits })
+  const { v1 } = grpcClients(t, target)
+  const over = await unary(v1, 'SendMessage', { message: { messageId: 'g-1', role: 'ROLE_USER', parts: Array.from({ length: 6 }, (_, i) => ({ text: `p${i}` })) } })
+  t.equal(over.error?.code, Status.INVALID_ARGUMENT)
+  t.match(over.error?.details, /tasks\.max_parts \(5\)/)
 })
 
 t.test('a body with far more keys than a message may carry is refused with -32602 before it is parsed', async t => {
