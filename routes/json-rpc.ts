@@ -15,7 +15,7 @@ import grpcPlugin, { type GrpcPluginOptions } from '../plugins/grpc.js'
 import { cardResponder } from './well-known.js'
 import { cardBindingsOf } from '../services/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
-import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
+import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -62,7 +62,7 @@ function observe (reply: FastifyReply, code: number): void {
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
 const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
   fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, parseJsonBody)
+  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, jsonBodyParser(opts.auth.config.tasks.max_keys))
 
   // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
   // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
@@ -129,6 +129,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     const { config } = opts.auth
     await fastify.register(restRoutes, {
       bodyLimit: opts.bodyLimit,
+      maxKeys: config.tasks.max_keys,
       secured,
       tenant: config.protocol.tenant,
       card: cardResponder(config, opts.cardPrefix, cardBindingsOf(config))

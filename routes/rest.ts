@@ -12,7 +12,7 @@ import type { MethodContext } from '../services/json-rpc/registry.js'
 import { majorMinor, versionRefusal } from '../services/a2a/version.js'
 import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
-import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
+import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 
 // The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
 // v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
@@ -23,6 +23,8 @@ import { JSON_TYPE, parseJsonBody, routeError } from './body.js'
 export interface RestRoutesOptions {
   /** `server.max_request_size`. */
   bodyLimit: number
+  /** `tasks.max_keys`: object keys and array items of a message (routes/body.ts). */
+  maxKeys: number
   /** Whether security is on: audit lines are written then. */
   secured: boolean
   /** `protocol.tenant`: the v1.0 routes are also served under `/<tenant>/`. */
@@ -145,6 +147,7 @@ interface RestRoute {
 const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) => {
   // JSON in both spellings; an empty body is no body (`:cancel`, `:subscribe` and the GETs need none).
   fastify.removeAllContentTypeParsers()
+  const parseJsonBody = jsonBodyParser(opts.maxKeys)
   fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit },
     (request, body, done) => {
       if (body === '') {

@@ -211,6 +211,10 @@ export const TasksConfigSchema = obj({
   max_tasks: Int(10_000, { minimum: 1 }),
   /** memory: bytes of tasks held at most (an estimate); least recently updated terminal tasks are evicted first. */
   max_bytes: Int(268_435_456, { minimum: 65_536 }),
+  /** Parts one message may carry; more is -32602. */
+  max_parts: Int(1000, { minimum: 1 }),
+  /** Object keys and array items of one message, all its objects together; more is -32602 (README, max_keys). */
+  max_keys: Int(10_000, { minimum: 16 }),
   /** Unfinished tasks one principal may hold; past it, -32012 with HTTP 429. */
   max_live_per_principal: Int(1000, { minimum: 1 }),
   ttl: Int(86_400, { minimum: 1 }),

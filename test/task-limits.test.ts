@@ -1,5 +1,8 @@
+import v8 from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import t, { type Test } from 'tap'
 import type { A2AConfigInput, AgentExecutor } from '../index.js'
+import type { MemoryTaskStore } from '../services/tasks/memory-store.js'
 import { build, privateRedis, rpc, serve, until, userMessage } from './helper.js'
 
 const ALICE = 'key-alice-0123456789'
@@ -173,4 +176,27 @@ t.test('4 MB messages, over and over, to a server with a 160 MB heap: bounded by
   }
   t.equal(server.child.exitCode, null, 'the server is still up')
   t.equal((await fetch(server.url + '/health')).status, 200)
+})
+
+v8.setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** Re-sends a whole 50 KB artifact 1000 times, each a text of its own (as an agent that rebuilds it would). */
+const resending: AgentExecutor = async function * () {
+  for (let i = 0; i < 1000; i++) yield { kind: 'artifact', artifactId: 'report', parts: [{ kind: 'text', text: `${i}`.padEnd(50_000, 'r') }] }
+}
+
+t.test('an executor re-sending a 50 KB artifact 1000 times, in three tasks: the kept events stay within max_bytes', async t => {
+  // Before row 5 of issue 39 the kept events were outside the bound: three such tasks grew the heap by 150 MB.
+  const app = await build(t, { executor: resending, config: { tasks: { max_bytes: 8 * 1024 * 1024 } } })
+  gc()
+  const before = process.memoryUsage().heapUsed
+  for (let i = 0; i < 3; i++) {
+    const res = await app.inject({ method: 'POST', url: '/', payload: rpc('message/send', { message: userMessage(`report ${i}`) }) })
+    t.equal(res.json().result.status.state, 'completed')
+  }
+  gc()
+  const grown = process.memoryUsage().heapUsed - before
+  t.ok((app.a2aTasks.store as MemoryTaskStore).bytes <= 8 * 1024 * 1024, 'the store counts at most max_bytes')
+  t.ok(grown < 40 * 1024 * 1024, `the heap grew by ${(grown / 1048576).toFixed(1)} MB, not 150`)
 })

@@ -9,6 +9,7 @@ import type { StoredTask } from '../tasks/store.js'
 import type { SettledTask, TaskService } from '../tasks/task-service.js'
 import { TaskEventStream, type Resume, type Wire } from '../tasks/task-stream.js'
 import { isTerminal } from '../tasks/states.js'
+import { keyCount } from '../tasks/task-bytes.js'
 
 // The A2A operations (README, Architecture): binding- and version-neutral, over the internal task model. A codec
 // decodes a request into their input and encodes what they return; a binding frames it. The rules every version
@@ -63,6 +64,9 @@ export class A2AOperations {
   readonly #checkMediaTypes: (message: Message) => void
   /** The seed dialect's frames carry ids only with `protocol.sse_event_ids`; every other wire's always do. */
   readonly #seedIds: boolean
+  /** `tasks.max_parts` and `tasks.max_keys`: what one message may carry. */
+  readonly #maxParts: number
+  readonly #maxKeys: number
 
   constructor ({ config, tasks, push }: OperationDeps) {
     this.tasks = tasks
@@ -70,6 +74,8 @@ export class A2AOperations {
     this.#timeoutMs = config.server.request_timeout * 1000
     this.#checkMediaTypes = mediaTypeCheck(config.agent.input_modes)
     this.#seedIds = config.protocol.sse_event_ids
+    this.#maxParts = config.tasks.max_parts
+    this.#maxKeys = config.tasks.max_keys
   }
 
   /** How a stream of a task is written: in `wire`, its frames with ids or not (README, "Resumable streams"). */
@@ -88,6 +94,22 @@ export class A2AOperations {
       this.push.check(input.pushConfig, input.pushField, input.pushVersion)
     }
     this.#checkMediaTypes(input.message)
+    this.#checkSize(input)
+  }
+
+  /**
+   * `tasks.max_parts` and `tasks.max_keys` (README): a message's keys cost the heap far more than their text (see
+   * services/tasks/task-bytes.ts), and every binding decodes to here, so JSON-RPC, REST and gRPC refuse alike.
+   */
+  #checkSize ({ message, metadata }: SendInput): void {
+    if (message.parts.length > this.#maxParts) {
+      throw invalidParams(`params.message.parts: ${message.parts.length} parts, more than tasks.max_parts (${this.#maxParts})`)
+    }
+    const max = this.#maxKeys
+    const keys = keyCount(message, max)
+    if (keys > max || keys + keyCount(metadata, max - keys) > max) {
+      throw invalidParams(`params.message: more object keys and array items than tasks.max_keys (${max}), all its objects together`)
+    }
   }
 
   /**

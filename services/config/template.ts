@@ -214,9 +214,14 @@ tasks:
   backend: ${y(d.tasks.backend)}
   # Memory backend: tasks kept; the least recently updated finished tasks are evicted first.
   max_tasks: ${y(d.tasks.max_tasks)}
-  # Memory backend: bytes of tasks kept at most (an estimate: text by its length); finished tasks are evicted first,
+  # Memory backend: bytes of tasks kept at most (an estimate of the heap: text by its length, twice that outside
+  # Latin-1, about 80 bytes a key; kept stream events count too); finished tasks are evicted first,
   # and with only unfinished ones left a new task or message is refused with 503.
   max_bytes: ${y(d.tasks.max_bytes)}
+  # Parts one message may carry, and object keys and array items of all its objects together: more is refused with
+  # -32602 (REST 400, gRPC INVALID_ARGUMENT). A key costs the heap about 80 bytes, far more than its text.
+  max_parts: ${y(d.tasks.max_parts)}
+  max_keys: ${y(d.tasks.max_keys)}
   # Unfinished tasks one principal may hold at once; one more is refused with 429 (-32012).
   max_live_per_principal: ${y(d.tasks.max_live_per_principal)}
   # Seconds a finished task is kept.

@@ -1,6 +1,6 @@
 import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
-import { taskBytes, taskBytesChange } from './task-bytes.js'
+import { keptEventBytes, taskBytes, taskBytesChange } from './task-bytes.js'
 import type { TaskEvent } from './event-bus.js'
 import { keptEvent, type KeptEvent, type StoredTask, type SyncTaskStore, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 
@@ -28,7 +28,7 @@ const DEFAULT_SWEEP_MS = 60_000
 
 interface Entry {
   record: StoredTask
-  /** The record's size estimate, counted in the store's total. */
+  /** The record's size estimate and its kept events', counted in the store's total. */
   bytes: number
   /** Insertion order, the cursor of `list` pages. */
   seq: number
@@ -44,6 +44,8 @@ interface Entry {
   ownerNewer: Entry | null
   /** Its last events, oldest first (`server.stream_replay`); null before the first and once they have expired. */
   kept: KeptEvent[] | null
+  /** The size estimate of each kept event, in the same order (counted in `bytes`). */
+  keptSizes: number[] | null
   /** The version of its last event; 0 before the first. */
   lastEvent: number
 }
@@ -120,7 +122,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     }
     const bytes = taskBytes(record.task)
     this.admit(bytes)
-    const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null, kept: null, lastEvent: 0 }
+    const entry: Entry = { record, bytes, seq: ++this.#seq, older: null, newer: null, linked: false, ownerOlder: null, ownerNewer: null, kept: null, keptSizes: null, lastEvent: 0 }
     this.#bytes += bytes
     this.#tasks.set(record.task.id, entry)
     // Read again: an eviction above may have taken the owner's last task, and its list with it.
@@ -221,6 +223,12 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     for (let entry = this.#byOwner.get(owner)?.newest ?? null; entry !== null; entry = entry.ownerOlder) yield entry
   }
 
+  /**
+   * Keeps a task's event for resuming streams, within `server.stream_replay.max_events` and within `tasks.max_bytes`
+   * with the tasks (README, `tasks.max_bytes`): past the bound, as for the task's own writes, older terminal tasks
+   * are evicted first; then the task's own oldest kept events go (a stream resuming before them gets the task
+   * afresh, as past `max_events`). Its newest event is always kept.
+   */
   keep (taskId: string, event: TaskEvent): void {
     const entry = this.#tasks.get(taskId)
     if (entry === undefined) return
@@ -229,15 +237,43 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     const max = this.#maxEvents
     if (max === 0) return
     const kept = entry.kept ??= []
-    kept.push(keptEvent(event, prev))
+    const sizes = entry.keptSizes ??= []
+    const one = keptEvent(event, prev)
+    const bytes = keptEventBytes(one)
+    kept.push(one)
+    sizes.push(bytes)
+    entry.bytes += bytes
+    this.#bytes += bytes
     // Trimmed an eighth at a time, so that a long task does not shift its array on every event.
-    if (kept.length > max + (max >> 3)) kept.splice(0, kept.length - max)
+    if (kept.length > max + (max >> 3)) this.#trimKept(entry, kept.length - max)
+    if (this.#bytes <= this.#maxBytes) return
+    while (this.#bytes > this.#maxBytes && this.#oldest !== null && this.#oldest !== entry) this.#delete(this.#oldest)
+    let n = 0
+    for (let over = this.#bytes - this.#maxBytes; over > 0 && n < kept.length - 1; n++) over -= sizes[n]
+    this.#trimKept(entry, n)
+  }
+
+  /** Drops an entry's `n` oldest kept events and their bytes. */
+  #trimKept (entry: Entry, n: number): void {
+    const sizes = entry.keptSizes as number[]
+    let freed = 0
+    for (let i = 0; i < n; i++) freed += sizes[i]
+    ;(entry.kept as KeptEvent[]).splice(0, n)
+    sizes.splice(0, n)
+    entry.bytes -= freed
+    this.#bytes -= freed
+  }
+
+  /** Drops all of an entry's kept events (`server.stream_replay.ttl` has passed). */
+  #dropKept (entry: Entry): void {
+    this.#trimKept(entry, (entry.kept as KeptEvent[]).length)
+    entry.kept = entry.keptSizes = null
   }
 
   async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
     const entry = this.#tasks.get(taskId)
     if (entry === undefined) return []
-    if (entry.kept !== null && this.#replayExpired(entry, this.#now())) entry.kept = null
+    if (entry.kept !== null && this.#replayExpired(entry, this.#now())) this.#dropKept(entry)
     if (entry.lastEvent <= after) return []
     const kept = entry.kept
     if (kept === null) return null
@@ -269,7 +305,9 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   sweep (): void {
     const now = this.#now()
     while (this.#oldest !== null && this.#expired(this.#oldest, now)) this.#delete(this.#oldest)
-    for (let entry = this.#oldest; entry !== null && this.#replayExpired(entry, now); entry = entry.newer) entry.kept = null
+    for (let entry = this.#oldest; entry !== null && this.#replayExpired(entry, now); entry = entry.newer) {
+      if (entry.kept !== null) this.#dropKept(entry)
+    }
   }
 
   #expired (entry: Entry, now: number): boolean {
