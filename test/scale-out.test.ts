@@ -266,3 +266,34 @@ t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behi
   const sent = await call(a, 'message/send', { message: userMessage('one more') })
   t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
 })
+
+t.test('row 15: streams following a task whose keys vanish (Redis flushed) end with -32001 on JSON-RPC and REST, and give back their slots', async t => {
+  const client = await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  // Heartbeats often, so that the idle streams look for their task soon.
+  const b = await listen(t, { executor, config: shared({ server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 } }) })
+  const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const id = hanging.body.result.id
+  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const rest = (path: string) => fetch(`${b.url}${path}`, { method: 'POST', headers: { accept: 'text/event-stream' } }).then(async res => await res.text())
+  const streams = Promise.all([
+    postStream(b.url, rpc('tasks/resubscribe', { id })),
+    postStream(b.url, rpc('SubscribeToTask', { id }), { 'a2a-version': '1.0' }),
+    rest(`/tasks/${id}:subscribe`),
+    rest(`/v1/tasks/${id}:subscribe`)
+  ])
+  await until(() => b.app.a2aStreams.size === 4)
+  // The task's keys vanish as they would with a Redis restarted empty; its run on A goes on, unheard.
+  await client.flushdb()
+  const [v03, v10, restV10, restV03] = await streams
+  t.equal(v03.events[0].result.status.state, 'in_progress')
+  t.same(v03.events[v03.events.length - 1].error, { code: -32001, message: 'Task not found', data: `task "${id}" was not found` },
+    'JSON-RPC v0.3: the stream ends with the task-not-found error')
+  t.equal(v10.events[0].result.task.status.state, 'TASK_STATE_WORKING')
+  t.match(v10.events[v10.events.length - 1].error, { code: -32001, data: [{ reason: 'TASK_NOT_FOUND' }] }, 'JSON-RPC v1.0 alike, in its form')
+  const lastFrame = (raw: string) => raw.trimEnd().split('\n\n').pop() as string
+  t.match(lastFrame(restV10), /^event: error\ndata: /, 'REST: one error event ends the stream')
+  t.match(JSON.parse(lastFrame(restV10).split('\ndata: ')[1]), { error: { code: 404, status: 'NOT_FOUND' } })
+  t.match(JSON.parse(lastFrame(restV03).split('\ndata: ')[1]), { code: -32001, message: 'Task not found' }, 'v0.3 REST: the JSON-RPC error object')
+  await until(() => b.app.a2aStreams.size === 0)
+})

@@ -355,6 +355,10 @@ export class RedisTaskStore implements TaskStore {
     return json === null ? null : JSON.parse(json)
   }
 
+  async exists (id: string): Promise<boolean> {
+    return await this.#call(() => this.#client.exists(this.#taskKey(id))) === 1
+  }
+
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     const { task } = next
     const push = this.#pushPrefix
