@@ -196,59 +196,67 @@ t.test('a blocking send on A whose task another instance finishes is answered on
   t.equal(sent.body.result.id, id)
 })
 
-t.test('row 6: a 2.5 s Redis write outage fails no task while both instances live: their leases are renewed once Redis answers', async t => {
+for (const outage of ['refused (maxmemory reached)', 'held (CLIENT PAUSE WRITE)'] as const) {
+  t.test(`row 6: a 2.5 s Redis write outage, writes ${outage}, fails no task while both instances live: their leases are renewed once Redis answers`, async t => {
   // A private Redis: its writes are this test's to refuse.
-  const redis = await privateRedis(t)
-  let open = (): void => {}
-  const gate = new Promise<void>(resolve => { open = resolve })
-  // Every task stays in_progress, across the outage, until the test lets it finish.
-  const held: AgentExecutor = async function * () {
-    await gate
-    yield 'done'
-  }
-  const config: A2AConfigInput = {
-    services: { cache: { type: 'cache', url: redis.url } },
-    tasks: { backend: 'kvcache', lease_ttl: 3 },
-    push_notifications: { enabled: false },
-    server: { shutdown_timeout: 0.5 }
-  }
-  const a = await build(t, { executor: held, config })
-  const b = await build(t, { executor: held, config })
-  t.teardown(() => open())
-  const ids: string[] = []
-  for (let i = 0; i < 10; i++) {
-    const sent = await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`task ${i}`), configuration: { blocking: false } })
-    ids.push(sent.body.result.id)
-  }
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
-  await until(async () => (await admin.zcard('a2a:task:leases')) === 10)
-  // The outage starts over half a second after a renewal of A's leases: they expire inside it, unrenewed.
-  const first = Number(await admin.zscore('a2a:task:leases', ids[0]))
-  await until(async () => Number(await admin.zscore('a2a:task:leases', ids[0])) > first)
-  await new Promise(resolve => setTimeout(resolve, 700))
-  await admin.config('SET', 'maxmemory-policy', 'noeviction')
-  await admin.config('SET', 'maxmemory', '1')
-  await new Promise(resolve => setTimeout(resolve, 2500))
-  await admin.config('SET', 'maxmemory', '0')
-  // Both reapers look at once, before a renewal on its period could come: an expired lease is only doubted.
-  const reaped = [...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans()]
-  t.same(reaped, [], 'no task is reaped the moment Redis answers again')
-  // Every lease is renewed by its owner within the grace; the reapers find nothing to claim afterwards either.
-  const now = async () => { const [s, us] = await admin.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000) }
-  await until(async () => {
-    const floor = await now()
-    const scores = await admin.zrange('a2a:task:leases', 0, -1, 'WITHSCORES')
-    return scores.length === 20 && scores.every((x, i) => i % 2 === 0 || Number(x) > floor + 1000)
+    const redis = await privateRedis(t)
+    let open = (): void => {}
+    const gate = new Promise<void>(resolve => { open = resolve })
+    // Every task stays in_progress, across the outage, until the test lets it finish.
+    const held: AgentExecutor = async function * () {
+      await gate
+      yield 'done'
+    }
+    const config: A2AConfigInput = {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', lease_ttl: 3 },
+      push_notifications: { enabled: false },
+      server: { shutdown_timeout: 0.5 }
+    }
+    const a = await build(t, { executor: held, config })
+    const b = await build(t, { executor: held, config })
+    t.teardown(() => open())
+    const ids: string[] = []
+    for (let i = 0; i < 10; i++) {
+      const sent = await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`task ${i}`), configuration: { blocking: false } })
+      ids.push(sent.body.result.id)
+    }
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.port, '127.0.0.1')
+    t.teardown(() => admin.disconnect())
+    await until(async () => (await admin.zcard('a2a:task:leases')) === 10)
+    // The outage starts over half a second after a renewal of A's leases: they expire inside it, unrenewed.
+    const first = Number(await admin.zscore('a2a:task:leases', ids[0]))
+    await until(async () => Number(await admin.zscore('a2a:task:leases', ids[0])) > first)
+    await new Promise(resolve => setTimeout(resolve, 700))
+    if (outage.startsWith('refused')) {
+      await admin.config('SET', 'maxmemory-policy', 'noeviction')
+      await admin.config('SET', 'maxmemory', '1')
+      await new Promise(resolve => setTimeout(resolve, 2500))
+      await admin.config('SET', 'maxmemory', '0')
+    } else {
+    // Writes (and every script) wait in Redis meanwhile; the renewals time out on the client side and are retried.
+      await admin.call('CLIENT', 'PAUSE', '2500', 'WRITE')
+      await new Promise(resolve => setTimeout(resolve, 2500))
+    }
+    // Both reapers look at once, before a renewal on its period could come: an expired lease is only doubted.
+    const reaped = [...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans()]
+    t.same(reaped, [], 'no task is reaped the moment Redis answers again')
+    // Every lease is renewed by its owner within the grace; the reapers find nothing to claim afterwards either.
+    const now = async () => { const [s, us] = await admin.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000) }
+    await until(async () => {
+      const floor = await now()
+      const scores = await admin.zrange('a2a:task:leases', 0, -1, 'WITHSCORES')
+      return scores.length === 20 && scores.every((x, i) => i % 2 === 0 || Number(x) > floor + 1000)
+    })
+    reaped.push(...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans())
+    t.same(reaped, [])
+    open()
+    const states = async () => await Promise.all(ids.map(async id => (await call(a, 'tasks/get', { id })).body.result.status.state))
+    await until(async () => (await states()).every(state => state === 'completed'))
+    t.same(await states(), ids.map(() => 'completed'), 'every task completes')
   })
-  reaped.push(...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans())
-  t.same(reaped, [])
-  open()
-  const states = async () => await Promise.all(ids.map(async id => (await call(a, 'tasks/get', { id })).body.result.status.state))
-  await until(async () => (await states()).every(state => state === 'completed'))
-  t.same(await states(), ids.map(() => 'completed'), 'every task completes')
-})
+}
 
 t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behind though nobody lists; list still works', async t => {
   const client = await redisDb(t, DB)
