@@ -29,6 +29,8 @@ export interface EventSource {
   snapshotId (): number | undefined
   /** About how many bytes of results it holds for the consumer, not written yet (0 for a source that holds none). */
   held? (): number
+  /** Called at each heartbeat of the stream: the source may look whether what it follows still exists. */
+  check? (): void
 }
 
 export interface SsePluginOptions {
@@ -213,9 +215,11 @@ export class StreamHub {
    * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id, or
    * with `id` undefined (the HTTP+JSON binding) each `data: <result>\n\n`; an event the source gives an id goes
    * out with its `id:` line first. `release` (from `reserve`) is called once the stream is gone and its client has
-   * taken its last bytes.
+   * taken its last bytes. `errorFrame` writes an error that ends the stream (a task that vanished) in the binding's
+   * form; without it such a stream just ends.
    */
-  open (reply: FastifyReply, id: JsonRpcId | undefined, source: EventSource, release: () => void = noop): void {
+  open (reply: FastifyReply, id: JsonRpcId | undefined, source: EventSource, release: () => void = noop,
+    errorFrame?: (error: JsonRpcError) => string): void {
     reply.hijack()
     const res = reply.raw
     // The client left while the stream was being prepared (Redis I/O, say): its `close` has fired already and would
@@ -262,6 +266,10 @@ export class StreamHub {
       end: () => this.#end(stream),
       queued: () => Math.max(0, untaken(res) - stream.exempt),
       abort: () => this.#cut(stream),
+      fail: error => {
+        if (errorFrame !== undefined) this.#write(stream, errorFrame(error), true)
+        this.#end(stream)
+      },
       // A consumer that stops reading is found by `#look`; one that reads may fall this far behind.
       limit: MAX_BEHIND_BYTES
     })
@@ -429,6 +437,7 @@ export class StreamHub {
     }
     stream.res.write(KEEP_ALIVE)
     stream.lastWrite = Date.now()
+    stream.source.check?.()
   }
 
   /**

@@ -176,7 +176,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       return reply
     }
     observe(reply, 0)
-    streams.open(reply, req.id, source, claim.release)
+    streams.open(reply, req.id, source, claim.release, error => `data: ${JSON.stringify(failure(req.id, error, req.method))}\n\n`)
     return reply
   }
 

@@ -255,7 +255,9 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       throw toJsonRpcError(err, request.log, name)
     }
     observe(reply, 0)
-    streams.open(reply, undefined, source, claim.release)
+    // CONTRACT.md §12: an error after the first event is one `event: error` with the route's error body.
+    const body = (error: JsonRpcError) => JSON.stringify(isV03(request) ? v03ErrorBody(error) : statusBody(error))
+    streams.open(reply, undefined, source, claim.release, error => `event: error\ndata: ${body(error)}\n\n`)
     return reply
   }
 

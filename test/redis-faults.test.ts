@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, buildLogged, call, privateRedis, until, userMessage } from './helper.js'
+import { build, buildLogged, call, listen, postStream, privateRedis, rpc, until, userMessage, waitOrEcho } from './helper.js'
 
 t.test('a stalled Redis fails requests with 503 -32603 instead of hanging; /ready says so; all recovers', async t => {
   const redis = await privateRedis(t)
@@ -75,4 +75,25 @@ t.test('with tasks in Redis, a stall fails sends, gets and streams fast with 503
   const after = (await call(app, 'message/send', { message: userMessage('z') })).body.result
   t.equal(after.status.state, 'completed')
   t.equal((await call(app, 'tasks/get', { id: before.id })).body.result.id, before.id, 'nothing written before the stall is lost')
+})
+
+t.test('row 15: after Redis restarts empty, a resubscribe following a task that is gone ends with -32001 instead of staying open', async t => {
+  const redis = await privateRedis(t)
+  const { app, url } = await listen(t, {
+    executor: waitOrEcho,
+    config: {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache' },
+      push_notifications: { backend: 'kvcache' },
+      server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 }
+    }
+  })
+  const task = (await call(app, 'message/send', { message: userMessage('wait'), configuration: { blocking: false } })).body.result
+  const following = postStream(url, rpc('tasks/resubscribe', { id: task.id }))
+  await until(() => app.a2aStreams.size === 1)
+  await redis.restart()
+  const stream = await following
+  t.same(stream.events[stream.events.length - 1].error, { code: -32001, message: 'Task not found', data: `task "${task.id}" was not found` })
+  await until(() => app.a2aStreams.size === 0)
+  t.equal((await call(app, 'tasks/get', { id: task.id })).body.error.code, -32001)
 })

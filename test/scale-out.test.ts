@@ -196,59 +196,67 @@ t.test('a blocking send on A whose task another instance finishes is answered on
   t.equal(sent.body.result.id, id)
 })
 
-t.test('row 6: a 2.5 s Redis write outage fails no task while both instances live: their leases are renewed once Redis answers', async t => {
+for (const outage of ['refused (maxmemory reached)', 'held (CLIENT PAUSE WRITE)'] as const) {
+  t.test(`row 6: a 2.5 s Redis write outage, writes ${outage}, fails no task while both instances live: their leases are renewed once Redis answers`, async t => {
   // A private Redis: its writes are this test's to refuse.
-  const redis = await privateRedis(t)
-  let open = (): void => {}
-  const gate = new Promise<void>(resolve => { open = resolve })
-  // Every task stays in_progress, across the outage, until the test lets it finish.
-  const held: AgentExecutor = async function * () {
-    await gate
-    yield 'done'
-  }
-  const config: A2AConfigInput = {
-    services: { cache: { type: 'cache', url: redis.url } },
-    tasks: { backend: 'kvcache', lease_ttl: 3 },
-    push_notifications: { enabled: false },
-    server: { shutdown_timeout: 0.5 }
-  }
-  const a = await build(t, { executor: held, config })
-  const b = await build(t, { executor: held, config })
-  t.teardown(() => open())
-  const ids: string[] = []
-  for (let i = 0; i < 10; i++) {
-    const sent = await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`task ${i}`), configuration: { blocking: false } })
-    ids.push(sent.body.result.id)
-  }
-  const { Redis } = await import('ioredis')
-  const admin = new Redis(redis.port, '127.0.0.1')
-  t.teardown(() => admin.disconnect())
-  await until(async () => (await admin.zcard('a2a:task:leases')) === 10)
-  // The outage starts over half a second after a renewal of A's leases: they expire inside it, unrenewed.
-  const first = Number(await admin.zscore('a2a:task:leases', ids[0]))
-  await until(async () => Number(await admin.zscore('a2a:task:leases', ids[0])) > first)
-  await new Promise(resolve => setTimeout(resolve, 700))
-  await admin.config('SET', 'maxmemory-policy', 'noeviction')
-  await admin.config('SET', 'maxmemory', '1')
-  await new Promise(resolve => setTimeout(resolve, 2500))
-  await admin.config('SET', 'maxmemory', '0')
-  // Both reapers look at once, before a renewal on its period could come: an expired lease is only doubted.
-  const reaped = [...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans()]
-  t.same(reaped, [], 'no task is reaped the moment Redis answers again')
-  // Every lease is renewed by its owner within the grace; the reapers find nothing to claim afterwards either.
-  const now = async () => { const [s, us] = await admin.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000) }
-  await until(async () => {
-    const floor = await now()
-    const scores = await admin.zrange('a2a:task:leases', 0, -1, 'WITHSCORES')
-    return scores.length === 20 && scores.every((x, i) => i % 2 === 0 || Number(x) > floor + 1000)
+    const redis = await privateRedis(t)
+    let open = (): void => {}
+    const gate = new Promise<void>(resolve => { open = resolve })
+    // Every task stays in_progress, across the outage, until the test lets it finish.
+    const held: AgentExecutor = async function * () {
+      await gate
+      yield 'done'
+    }
+    const config: A2AConfigInput = {
+      services: { cache: { type: 'cache', url: redis.url } },
+      tasks: { backend: 'kvcache', lease_ttl: 3 },
+      push_notifications: { enabled: false },
+      server: { shutdown_timeout: 0.5 }
+    }
+    const a = await build(t, { executor: held, config })
+    const b = await build(t, { executor: held, config })
+    t.teardown(() => open())
+    const ids: string[] = []
+    for (let i = 0; i < 10; i++) {
+      const sent = await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`task ${i}`), configuration: { blocking: false } })
+      ids.push(sent.body.result.id)
+    }
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.port, '127.0.0.1')
+    t.teardown(() => admin.disconnect())
+    await until(async () => (await admin.zcard('a2a:task:leases')) === 10)
+    // The outage starts over half a second after a renewal of A's leases: they expire inside it, unrenewed.
+    const first = Number(await admin.zscore('a2a:task:leases', ids[0]))
+    await until(async () => Number(await admin.zscore('a2a:task:leases', ids[0])) > first)
+    await new Promise(resolve => setTimeout(resolve, 700))
+    if (outage.startsWith('refused')) {
+      await admin.config('SET', 'maxmemory-policy', 'noeviction')
+      await admin.config('SET', 'maxmemory', '1')
+      await new Promise(resolve => setTimeout(resolve, 2500))
+      await admin.config('SET', 'maxmemory', '0')
+    } else {
+    // Writes (and every script) wait in Redis meanwhile; the renewals time out on the client side and are retried.
+      await admin.call('CLIENT', 'PAUSE', '2500', 'WRITE')
+      await new Promise(resolve => setTimeout(resolve, 2500))
+    }
+    // Both reapers look at once, before a renewal on its period could come: an expired lease is only doubted.
+    const reaped = [...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans()]
+    t.same(reaped, [], 'no task is reaped the moment Redis answers again')
+    // Every lease is renewed by its owner within the grace; the reapers find nothing to claim afterwards either.
+    const now = async () => { const [s, us] = await admin.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000) }
+    await until(async () => {
+      const floor = await now()
+      const scores = await admin.zrange('a2a:task:leases', 0, -1, 'WITHSCORES')
+      return scores.length === 20 && scores.every((x, i) => i % 2 === 0 || Number(x) > floor + 1000)
+    })
+    reaped.push(...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans())
+    t.same(reaped, [])
+    open()
+    const states = async () => await Promise.all(ids.map(async id => (await call(a, 'tasks/get', { id })).body.result.status.state))
+    await until(async () => (await states()).every(state => state === 'completed'))
+    t.same(await states(), ids.map(() => 'completed'), 'every task completes')
   })
-  reaped.push(...await a.a2aTasks.reapOrphans(), ...await b.a2aTasks.reapOrphans())
-  t.same(reaped, [])
-  open()
-  const states = async () => await Promise.all(ids.map(async id => (await call(a, 'tasks/get', { id })).body.result.status.state))
-  await until(async () => (await states()).every(state => state === 'completed'))
-  t.same(await states(), ids.map(() => 'completed'), 'every task completes')
-})
+}
 
 t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behind though nobody lists; list still works', async t => {
   const client = await redisDb(t, DB)
@@ -265,4 +273,35 @@ t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behi
   t.same((await call(a, 'tasks/list', {})).body.result.tasks, [], 'list still works')
   const sent = await call(a, 'message/send', { message: userMessage('one more') })
   t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
+})
+
+t.test('row 15: streams following a task whose keys vanish (Redis flushed) end with -32001 on JSON-RPC and REST, and give back their slots', async t => {
+  const client = await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  // Heartbeats often, so that the idle streams look for their task soon.
+  const b = await listen(t, { executor, config: shared({ server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 } }) })
+  const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const id = hanging.body.result.id
+  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const rest = (path: string) => fetch(`${b.url}${path}`, { method: 'POST', headers: { accept: 'text/event-stream' } }).then(async res => await res.text())
+  const streams = Promise.all([
+    postStream(b.url, rpc('tasks/resubscribe', { id })),
+    postStream(b.url, rpc('SubscribeToTask', { id }), { 'a2a-version': '1.0' }),
+    rest(`/tasks/${id}:subscribe`),
+    rest(`/v1/tasks/${id}:subscribe`)
+  ])
+  await until(() => b.app.a2aStreams.size === 4)
+  // The task's keys vanish as they would with a Redis restarted empty; its run on A goes on, unheard.
+  await client.flushdb()
+  const [v03, v10, restV10, restV03] = await streams
+  t.equal(v03.events[0].result.status.state, 'in_progress')
+  t.same(v03.events[v03.events.length - 1].error, { code: -32001, message: 'Task not found', data: `task "${id}" was not found` },
+    'JSON-RPC v0.3: the stream ends with the task-not-found error')
+  t.equal(v10.events[0].result.task.status.state, 'TASK_STATE_WORKING')
+  t.match(v10.events[v10.events.length - 1].error, { code: -32001, data: [{ reason: 'TASK_NOT_FOUND' }] }, 'JSON-RPC v1.0 alike, in its form')
+  const lastFrame = (raw: string) => raw.trimEnd().split('\n\n').pop() as string
+  t.match(lastFrame(restV10), /^event: error\ndata: /, 'REST: one error event ends the stream')
+  t.match(JSON.parse(lastFrame(restV10).split('\ndata: ')[1]), { error: { code: 404, status: 'NOT_FOUND' } })
+  t.match(JSON.parse(lastFrame(restV03).split('\ndata: ')[1]), { code: -32001, message: 'Task not found' }, 'v0.3 REST: the JSON-RPC error object')
+  await until(() => b.app.a2aStreams.size === 0)
 })

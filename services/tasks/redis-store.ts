@@ -388,6 +388,10 @@ export class RedisTaskStore implements TaskStore {
     return json === null ? null : assembled(json, chunks)
   }
 
+  async exists (id: string): Promise<boolean> {
+    return await this.#call(() => this.#client.exists(this.#taskKey(id))) === 1
+  }
+
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     // A chunk appended to an artifact of an unfinished task is written alone, not with the whole task (redis-chunks.ts),
     // unless the store answers that it is time to write the whole record again.

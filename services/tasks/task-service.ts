@@ -191,6 +191,12 @@ export class TaskService {
     return record
   }
 
+  /** Whether the task is stored, whoever owns it (a stream looks whether the task it follows has vanished). */
+  async exists (id: string): Promise<boolean> {
+    const store = this.store
+    return store.exists === undefined ? await store.get(id) !== null : await store.exists(id)
+  }
+
   async list (query: Omit<TaskListQuery, 'owner'>, principal: Principal): Promise<TaskListPage> {
     return this.store.list({ ...query, owner: principal.id })
   }

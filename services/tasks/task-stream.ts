@@ -1,5 +1,6 @@
 import type { Task } from '../../schemas/task.js'
 import type { KeptEvent } from './store.js'
+import { taskNotFound, type JsonRpcError } from '../errors.js'
 import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
 import { encodeEvent03, encodeTask03 } from '../a2a/codec-v03-rest.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
@@ -19,6 +20,8 @@ export interface StreamSink {
   queued (): number
   /** Cuts the consumer off: it let too much pile up (CONTRACT.md §7). */
   abort (): void
+  /** Ends the stream with an error event, in the binding's form; a sink without it just ends. */
+  fail? (error: JsonRpcError): void
   /**
    * Held and queued bytes past which the consumer is cut off at once. Default MAX_QUEUED_BYTES; a sink whose binding
    * itself cuts off a consumer that stops reading (SSE: MAX_QUEUED_BYTES once it has taken nothing for a while)
@@ -56,6 +59,11 @@ export interface TaskEventStreamOptions {
   local?: boolean
   /** Each frame carries its task version as the SSE event id (README, "Resumable streams"). */
   ids?: boolean
+  /**
+   * Whether the task is still stored (false only when it surely is not): what `check` asks. A task that a stream
+   * follows has not settled, so it never expires; it can only vanish with its store (Redis restarted empty, flushed).
+   */
+  exists?: () => Promise<boolean>
 }
 
 /**
@@ -148,6 +156,9 @@ export class TaskEventStream {
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
   readonly #ids: boolean
+  readonly #exists: (() => Promise<boolean>) | undefined
+  /** A `check` is in flight. */
+  #checking = false
   #early: TaskEvent[] | null = []
   /** What waits for the consumer: everything before a sink is attached, and what comes while it is not keeping up. */
   readonly #held: Held[] = []
@@ -170,6 +181,7 @@ export class TaskEventStream {
     this.#dialect = opts.dialect
     this.#mode = opts.mode
     this.#ids = opts.ids === true
+    this.#exists = opts.exists
     this.#unsubscribe = bus.subscribe(taskId, this.#onEvent, opts.local === true ? LOCAL : undefined)
   }
 
@@ -245,6 +257,25 @@ export class TaskEventStream {
     }
     if (this.#held.length === 0) this.#heldBytes = 0
     if (this.#held.length === 0 && this.#final) sink.end()
+  }
+
+  /**
+   * Looks whether the task is still stored (the binding asks while the stream is idle, at its heartbeats): one that
+   * has vanished will never send another event, so the stream ends with the task-not-found error (-32001) instead
+   * of holding its slot on heartbeats for ever. A look that fails (storage down) decides nothing: the next one does.
+   */
+  check (): void {
+    const exists = this.#exists
+    if (exists === undefined || this.#checking || this.#ended) return
+    this.#checking = true
+    exists().then(there => {
+      this.#checking = false
+      const sink = this.#sink
+      if (there || this.#ended || sink === null) return
+      this.close()
+      if (sink.fail !== undefined) sink.fail(taskNotFound(this.taskId))
+      else sink.end()
+    }, () => { this.#checking = false })
   }
 
   /** Stops following the task (client gone, stream closed); idempotent. */

@@ -6,11 +6,12 @@ import pino from 'pino'
 import { HttpAnswers } from '../../plugins/answers.js'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
 import { AnswerBudget } from '../../services/answer-budget.js'
+import { taskNotFound, type JsonRpcError } from '../../services/errors.js'
 import { h2Post, logCapture, parseSse, processWarnings, until } from '../helper.js'
 
 /** A hand-driven source: the test writes and ends it. */
 function manualSource (id?: number) {
-  let sink: { write (json: string, id?: number): boolean | null, end (): void, abort (): void } | undefined
+  let sink: { write (json: string, id?: number): boolean | null, end (): void, abort (): void, fail? (error: JsonRpcError): void } | undefined
   let closed = 0
   let drains = 0
   const source: EventSource = {
@@ -25,6 +26,7 @@ function manualSource (id?: number) {
     write: (json: string, eventId?: number) => (sink as { write (json: string, id?: number): boolean | null }).write(json, eventId),
     end: () => sink?.end(),
     abort: () => sink?.abort(),
+    fail: (error: JsonRpcError) => sink?.fail?.(error),
     closed: () => closed,
     drains: () => drains
   }
@@ -91,6 +93,17 @@ t.test('an idle stream gets keep-alive comments from the shared timer', async t 
   t.equal(first, ': keep-alive\n\n')
   sources[0].end()
   await reader.cancel()
+})
+
+t.test('row 15: a source that fails its stream on a binding with no error frame just ends it, and leaves the hub', async t => {
+  const { fastify, url, sources } = await app(t)
+  const res = fetch(url + '/stream', { method: 'POST' }).then(async r => await r.text())
+  await until(() => sources.length === 1 && fastify.a2aStreams.size === 1)
+  sources[0].write('{"first":1}')
+  sources[0].fail(taskNotFound('t1'))
+  t.equal(await res, 'data: {"jsonrpc":"2.0","id":"id-1","result":{"first":1}}\n\n')
+  await until(() => fastify.a2aStreams.size === 0)
+  t.equal(sources[0].closed(), 1)
 })
 
 t.test('a client that goes away closes its source and leaves the hub', async t => {

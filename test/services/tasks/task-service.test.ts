@@ -964,3 +964,10 @@ t.test('a signal first read after the cancel is already aborted', async t => {
   await idle(service)
   t.equal(seen, true)
 })
+
+t.test('row 15: exists says whether a task is stored, whoever owns it, from a store with no exists of its own', async t => {
+  const { service } = harness(t, () => 'done')
+  const record = await service.create(userMessage('hello'), alice)
+  t.equal(await service.exists(record.task.id), true)
+  t.equal(await service.exists('no-such-task'), false)
+})
