@@ -55,7 +55,7 @@ function trustProxy (server: A2AConfig['server']): boolean | string[] | ((addres
 /** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   // What Fastify answers before any route runs gets the HTTP+JSON binding's error body on its paths (CONTRACT.md §12).
-  const fallbacks = config.protocol.rest ? restFallbacks('') : undefined
+  const fallbacks = config.protocol.rest ? restFallbacks() : undefined
   const logger: FastifyServerOptions['logger'] = {
     level: config.server.log_level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' }
