@@ -139,12 +139,13 @@ export async function startServer (config: A2AConfig, opts: ServerOptions = {}):
 
 /**
  * grpc-js writes its errors to stderr itself ("E No address added…" before the bind error it then throws): in the
- * standalone server they go to its log instead, at debug (the binding logs and answers its own failures). Set here,
- * not in the plugin: the logger is grpc-js's global, which an embedding app may have set.
+ * standalone server they go to its log instead, at warn (what it writes at its other levels too, which only its
+ * GRPC_VERBOSITY turns on). Set here, not in the plugin: the logger is grpc-js's global, which an embedding app may
+ * have set.
  */
 async function quietGrpc (log: FastifyBaseLogger): Promise<void> {
   const { setLogger } = await import('@grpc/grpc-js')
   const grpcLog = log.child({ component: 'grpc-js' })
-  const write = (...args: unknown[]): void => { grpcLog.debug(args.map(String).join(' ')) }
+  const write = (...args: unknown[]): void => { grpcLog.warn(args.map(String).join(' ')) }
   setLogger({ error: write, info: write, debug: write })
 }
