@@ -99,3 +99,11 @@ t.test('row 9: on Redis, a taken gRPC port closes the Redis clients and the work
   const run = await serveToExit(t, REDIS(redis.url) + GRPC(port), ['--port', '0'])
   oneLine(t, run, `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`)
 })
+
+t.test('row 9: on a Redis that does not answer, a taken HTTP port still prints one line and exits 1, the close cut short', async t => {
+  const port = await takenPort(t)
+  // Nothing listens there: every Redis command fails. (Today closing the webhook queue's worker then waits for ever,
+  // and the close is cut short `shutdown_timeout` + 5 s after the failure; a close that ends sooner passes too.)
+  const run = await serveToExit(t, REDIS(`redis://127.0.0.1:${await freePort()}`) + 'server:\n  shutdown_timeout: 1\n', ['--port', String(port)])
+  oneLine(t, run, `cannot listen on 127.0.0.1:${port}: address in use (set server.port or PORT)`)
+})
