@@ -40,6 +40,8 @@ async function serveToExit (t: Test, config: string, args: string[]): Promise<Ru
   child.stdout.on('data', chunk => { stdout += chunk })
   child.stderr.on('data', chunk => { stderr += chunk })
   const timer = setTimeout(() => child.kill('SIGKILL'), GONE_WITHIN_MS)
+  // Never left behind, even by a test cut short by tap's own timeout.
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   const [code, signal] = await once(child, 'exit') as [number | null, string | null]
   clearTimeout(timer)
   t.equal(signal, null, 'gone on its own, not killed')
