@@ -55,7 +55,7 @@ function trustProxy (server: A2AConfig['server']): boolean | string[] | ((addres
 /** The standalone server: logger with redaction, timeouts and body limit from the config, the agent at `/`. */
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   // What Fastify answers before any route runs gets the HTTP+JSON binding's error body on its paths (CONTRACT.md §12).
-  const fallbacks = config.protocol.rest ? restFallbacks('') : undefined
+  const fallbacks = config.protocol.rest ? restFallbacks() : undefined
   const logger: FastifyServerOptions['logger'] = {
     level: config.server.log_level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' }
@@ -111,14 +111,15 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
 
 /**
  * Creates the server, listens, and handles SIGINT/SIGTERM: drain, close the stores, exit 0 (CONTRACT.md §6). A
- * start that cannot listen (the HTTP port or the gRPC port taken, say) closes everything it opened (Redis clients,
- * the queue worker, the reaper, the outbox relay, the gRPC server) and throws a ListenFailure, whose message is the
- * one line to print.
+ * start that cannot listen (the HTTP port or the gRPC port taken, say) throws a ListenFailure, whose message is the
+ * one line to print, and closes everything it opened (Redis clients, the queue worker, the reaper, the outbox relay,
+ * the gRPC server); a close still running `shutdown_timeout` + 5 s later ends the process with exit code 1.
  */
 export async function startServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const app = await createServer(config, opts)
   if (config.protocol.grpc.enabled) await quietGrpc(app.log)
-  const grace = closeWithGrace({ delay: config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS }, async ({ signal, err }) => {
+  const closeBudgetMs = config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS
+  const grace = closeWithGrace({ delay: closeBudgetMs }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught exception: the process shuts down, which a test cannot survive to check */
     if (err !== undefined) app.log.error({ err }, 'shutting down after an error')
     else app.log.info({ signal }, 'shutting down')
@@ -130,7 +131,15 @@ export async function startServer (config: A2AConfig, opts: ServerOptions = {}):
   } catch (err) {
     // close-with-grace would exit 0 once the loop empties (its `beforeExit`): the caller chooses the exit code.
     grace.uninstall()
-    await app.close()
+    // The failure is thrown at once, to be printed, while everything closes; the process then ends as the loop
+    // empties. A close that hangs (Redis not answering, say) is cut short as a shutdown's is: exit code 1.
+    const force = setTimeout(() => {
+      app.log.error({ timeoutMs: closeBudgetMs }, 'close after a failed start did not finish: exiting')
+      process.exit(1)
+    }, closeBudgetMs).unref()
+    app.close().then(() => clearTimeout(force),
+      /* c8 ignore next -- our close hooks log their failures and go on: Fastify's close does not reject */
+      (closeErr: unknown) => app.log.error({ err: closeErr }, 'close after a failed start failed'))
     throw listenFailure(err, { address: hostPort(config.server.host, config.server.port), portHint: 'set server.port or PORT' })
   }
   app.log.info({ address, agent: config.agent.name, config: opts.configPath ?? 'built-in defaults' }, 'agent serving')
@@ -139,12 +148,13 @@ export async function startServer (config: A2AConfig, opts: ServerOptions = {}):
 
 /**
  * grpc-js writes its errors to stderr itself ("E No address added…" before the bind error it then throws): in the
- * standalone server they go to its log instead, at debug (the binding logs and answers its own failures). Set here,
- * not in the plugin: the logger is grpc-js's global, which an embedding app may have set.
+ * standalone server they go to its log instead, at warn (what it writes at its other levels too, which only its
+ * GRPC_VERBOSITY turns on). Set here, not in the plugin: the logger is grpc-js's global, which an embedding app may
+ * have set.
  */
 async function quietGrpc (log: FastifyBaseLogger): Promise<void> {
   const { setLogger } = await import('@grpc/grpc-js')
   const grpcLog = log.child({ component: 'grpc-js' })
-  const write = (...args: unknown[]): void => { grpcLog.debug(args.map(String).join(' ')) }
+  const write = (...args: unknown[]): void => { grpcLog.warn(args.map(String).join(' ')) }
   setLogger({ error: write, info: write, debug: write })
 }

@@ -12,6 +12,9 @@ import { restStatus, statusBody, v03ErrorBody } from './rest.js'
 const A2A_JSON = 'application/a2a+json'
 /** A path named in a 404 is cut to this many characters: the answer never grows with what the client sent. */
 const PATH_SHOWN = 200
+/** The v0.3 routes, and the JSON-RPC endpoint. */
+const V03_PATHS = '/v1/'
+const RPC_PATH = '/'
 
 export interface RestFallbacks {
   /** The not-found handler of the standalone server. */
@@ -20,20 +23,17 @@ export interface RestFallbacks {
   frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply
 }
 
-/** The fallbacks for the binding's routes at `prefix` (`''` at the root). */
-export function restFallbacks (prefix: string): RestFallbacks {
-  const v03 = `${prefix}/v1/`
-  const rpcPath = prefix === '' ? '/' : prefix
-
+/** The fallbacks of the standalone server, whose binding's routes are at the root. */
+export function restFallbacks (): RestFallbacks {
   function answer (request: FastifyRequest, reply: FastifyReply, error: JsonRpcError): FastifyReply {
-    const body = request.url.startsWith(v03) ? v03ErrorBody(error) : statusBody(error)
+    const body = request.url.startsWith(V03_PATHS) ? v03ErrorBody(error) : statusBody(error)
     return reply.code(restStatus(error)).type(A2A_JSON).send(JSON.stringify(body))
   }
 
   return {
     notFound (request, reply) {
       const path = request.url.split('?', 1)[0]
-      if (path === rpcPath) {
+      if (path === RPC_PATH) {
         // The JSON-RPC endpoint keeps the answer Fastify gives.
         return reply.code(404).send({ message: `Route ${request.method}:${path} not found`, error: 'Not Found', statusCode: 404 })
       }
@@ -47,9 +47,10 @@ export function restFallbacks (prefix: string): RestFallbacks {
       if (err.code === 'FST_ERR_BAD_URL') {
         return answer(request, reply, new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'the path is not valid percent-encoding', 400))
       }
-      /* c8 ignore next 2 -- FST_ERR_ASYNC_CONSTRAINT: no route of ours has an asynchronous constraint */
+      /* c8 ignore start -- FST_ERR_ASYNC_CONSTRAINT: no route of ours has an asynchronous constraint */
       request.log.error({ err }, 'router failed')
       return answer(request, reply, new JsonRpcError(RpcCode.internalError, 'Internal error'))
     }
+    /* c8 ignore stop */
   }
 }

@@ -40,6 +40,8 @@ async function serveToExit (t: Test, config: string, args: string[]): Promise<Ru
   child.stdout.on('data', chunk => { stdout += chunk })
   child.stderr.on('data', chunk => { stderr += chunk })
   const timer = setTimeout(() => child.kill('SIGKILL'), GONE_WITHIN_MS)
+  // Never left behind, even by a test cut short by tap's own timeout.
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   const [code, signal] = await once(child, 'exit') as [number | null, string | null]
   clearTimeout(timer)
   t.equal(signal, null, 'gone on its own, not killed')
@@ -82,6 +84,7 @@ t.test('row 9: with its gRPC port taken, serve prints one line and exits 1', asy
   const run = await serveToExit(t, GRPC(port), ['--port', '0'])
   oneLine(t, run, `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`)
   t.notMatch(run.stdout, /gRPC binding listening/)
+  t.match(run.stdout, /"component":"grpc-js".*No address added/, 'what grpc-js says goes to the log, not to stderr')
 })
 
 t.test('row 9: on Redis, a taken HTTP port closes the gRPC server, the Redis clients and the workers, and exits 1', async t => {
@@ -97,4 +100,12 @@ t.test('row 9: on Redis, a taken gRPC port closes the Redis clients and the work
   const port = await takenPort(t)
   const run = await serveToExit(t, REDIS(redis.url) + GRPC(port), ['--port', '0'])
   oneLine(t, run, `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`)
+})
+
+t.test('row 9: on a Redis that does not answer, a taken HTTP port still prints one line and exits 1, the close cut short', async t => {
+  const port = await takenPort(t)
+  // Nothing listens there: every Redis command fails. (Today closing the webhook queue's worker then waits for ever,
+  // and the close is cut short `shutdown_timeout` + 5 s after the failure; a close that ends sooner passes too.)
+  const run = await serveToExit(t, REDIS(`redis://127.0.0.1:${await freePort()}`) + 'server:\n  shutdown_timeout: 1\n', ['--port', String(port)])
+  oneLine(t, run, `cannot listen on 127.0.0.1:${port}: address in use (set server.port or PORT)`)
 })
