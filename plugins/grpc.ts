@@ -15,6 +15,11 @@ export interface GrpcHandle {
   binding?: GrpcBinding
   /** The bound port (the configured one, or the one taken for port 0); 0 until the instance is ready. */
   port: number
+  /**
+   * Stops taking calls (health NOT_SERVING, new calls UNAVAILABLE) while those accepted go on: called as the close
+   * begins, before the task drain, at the moment HTTP starts answering 503 (index.ts). Idempotent.
+   */
+  stopAccepting?: () => void
 }
 
 export interface GrpcPluginOptions {
@@ -64,15 +69,17 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   for (const [definition, handlers] of binding.services()) server.addService(definition, handlers)
   const health = new HealthImplementation({ '': 'NOT_SERVING', [V1_SERVICE]: 'NOT_SERVING', [V03_SERVICE]: 'NOT_SERVING' })
   health.addToServer(server)
+  /** Set once the close has begun: from then on the health service says NOT_SERVING, whatever a check in flight finds. */
+  let stopped = false
   const setHealth = (status: ServingStatus): void => {
-    for (const name of ['', V1_SERVICE, V03_SERVICE]) health.setStatus(name, status)
+    for (const name of ['', V1_SERVICE, V03_SERVICE]) health.setStatus(name, stopped ? 'NOT_SERVING' : status)
   }
 
   const { handle } = opts
   handle.server = server
   handle.binding = binding
   let timer: NodeJS.Timeout | undefined
-  /** The readiness check in flight, if any: the drain waits for it, so that it cannot say SERVING again. */
+  /** The readiness check in flight, if any: the close waits for it (whatever it finds, health stays NOT_SERVING). */
   let checking: Promise<void> | undefined
 
   /** SERVING while every readiness check passes (what `/ready` answers 200 for). */
@@ -91,13 +98,20 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     fastify.log.info({ address, port: handle.port }, 'gRPC binding listening')
   })
 
+  const stopAccepting = (): void => {
+    stopped = true
+    clearInterval(timer)
+    setHealth('NOT_SERVING')
+    binding.refuse()
+  }
+  handle.stopAccepting = stopAccepting
+
   fastify.addHook('preClose', async () => {
     // Everything below ends within server.shutdown_timeout: calls still running then are cut off.
     const deadline = Date.now() + config.server.shutdown_timeout * 1000
-    clearInterval(timer)
+    stopAccepting()
     await checking
-    setHealth('NOT_SERVING')
-    // No new calls from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
+    // No new connections from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
     const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
     await fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
     binding.endAll()

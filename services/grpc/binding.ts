@@ -87,6 +87,9 @@ interface OpenStream {
  */
 const HIGH_WATER = 64 * 1024
 
+/** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
+const SHUTTING_DOWN = new JsonRpcError(RpcCode.internalError, 'The server is shutting down', 'the server is shutting down', 503)
+
 /** The version each service speaks (the service decides, CONTRACT.md §13). */
 const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
 
@@ -95,6 +98,8 @@ export class GrpcBinding {
   readonly #open = new Set<OpenStream>()
   /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
   #ending = false
+  /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
+  #refusing = false
 
   constructor (opts: GrpcBindingOptions) {
     this.#opts = opts
@@ -108,6 +113,14 @@ export class GrpcBinding {
   /** Both A2A services, each with its definition (ProtoJSON in and out) and its handlers. */
   services (): Array<[ServiceDefinition, UntypedServiceImplementation]> {
     return [this.#service(V1_SERVICE, V1_RPCS), this.#service(V03_SERVICE, V03_RPCS)]
+  }
+
+  /**
+   * From now on every new call is refused with UNAVAILABLE (the shutdown has begun: HTTP answers 503 from the same
+   * moment); calls already accepted go on.
+   */
+  refuse (): void {
+    this.#refusing = true
   }
 
   /** Sends every open stream its task's current snapshot and ends it (shutdown); streams opened later end at once. */
@@ -141,6 +154,11 @@ export class GrpcBinding {
 
   #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string): void {
     const started = performance.now()
+    if (this.#refusing) {
+      this.#observe(spec, SHUTTING_DOWN.code, started)
+      callback(statusOf(SHUTTING_DOWN, this.#opts.codec))
+      return
+    }
     this.#run(call, spec, version, label).then(result => {
       this.#observe(spec, 0, started)
       callback(null, spec.encode === undefined ? result : spec.encode(result))
@@ -179,6 +197,10 @@ export class GrpcBinding {
 
   #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string): void {
     const started = performance.now()
+    if (this.#refusing) {
+      this.#fail(call, spec, SHUTTING_DOWN, started)
+      return
+    }
     let claim: StreamClaim
     try {
       claim = this.#opts.streams.claim()
