@@ -1,10 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
-import { Server, ServerCredentials } from '@grpc/grpc-js'
+import { Server } from '@grpc/grpc-js'
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
+import { GrpcListener } from '../services/grpc/listener.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
 import { readiness, type ReadinessChecks } from '../services/readiness.js'
 import { auditCall } from './auth.js'
@@ -61,11 +62,20 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     publicCard: () => card,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
+  const limits = config.protocol.grpc
   const server = new Server({
     // Requests above `server.max_request_size` are refused (RESOURCE_EXHAUSTED), as HTTP bodies are (413).
     'grpc.max_receive_message_length': config.server.max_request_size,
-    'grpc.max_send_message_length': -1
+    'grpc.max_send_message_length': -1,
+    // What one connection may hold (grpc-js sets no bound of its own: issue 39 row 1).
+    'grpc.max_concurrent_streams': limits.max_concurrent_streams,
+    'grpc-node.max_session_memory': limits.max_session_memory,
+    'grpc.max_connection_idle_ms': limits.idle_timeout * 1000,
+    'grpc.keepalive_time_ms': limits.keepalive_time * 1000,
+    'grpc.keepalive_timeout_ms': limits.keepalive_timeout * 1000
   })
+  // The port's sockets are this listener's: at most max_connections, each handed to grpc-js once its preface is in.
+  const listener = new GrpcListener(server, { maxConnections: limits.max_connections, handshakeTimeoutMs: limits.handshake_timeout * 1000 })
   for (const [definition, handlers] of binding.services()) server.addService(definition, handlers)
   const health = new HealthImplementation({ '': 'NOT_SERVING', [V1_SERVICE]: 'NOT_SERVING', [V03_SERVICE]: 'NOT_SERVING' })
   health.addToServer(server)
@@ -90,9 +100,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   fastify.addHook('onReady', async () => {
     const { host } = config.server
     const address = `${host.includes(':') ? `[${host}]` : host}:${config.protocol.grpc.port}`
-    handle.port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => err === null ? resolve(port) : reject(err))
-    })
+    handle.port = await listener.listen(host, config.protocol.grpc.port)
     setHealth(await serving())
     timer = setInterval(() => { checking = serving().then(setHealth) }, HEALTH_INTERVAL_MS).unref()
     fastify.log.info({ address, port: handle.port }, 'gRPC binding listening')
@@ -112,6 +120,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     stopAccepting()
     await checking
     // No new connections from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
+    listener.close()
     const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
     await fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
     binding.endAll()
