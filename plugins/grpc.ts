@@ -6,6 +6,7 @@ import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
 import { GrpcListener } from '../services/grpc/listener.js'
+import { SessionWatch } from '../services/grpc/flow.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
 import { readiness, type ReadinessChecks } from '../services/readiness.js'
 import { auditCall } from './auth.js'
@@ -51,6 +52,8 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   const audit = fastify.a2aAudit
   const metrics = fastify.a2aMetrics
   const card = buildAgentCard(config, { prefix: opts.cardPrefix })
+  const log = fastify.log.child({ component: 'grpc' })
+  const watch = new SessionWatch(config.server.write_timeout * 1000, log)
   const binding = new GrpcBinding({
     codec: protoCodec(),
     registry: fastify.a2aMethods,
@@ -58,7 +61,9 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     identify: fastify.a2aIdentify,
     apiKeyHeader: config.security.auth.api_key.header.toLowerCase(),
     audit: (caller, method, denied) => { if (secured) auditCall(audit, caller, method, denied) },
-    log: fastify.log.child({ component: 'grpc' }),
+    log,
+    budget: fastify.a2aAnswers,
+    watch,
     publicCard: () => card,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
@@ -129,6 +134,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), Math.max(FLUSH_MS, deadline - Date.now())) })
     if (await Promise.race([shutdown.then(() => false), expired])) server.forceShutdown()
     clearTimeout(late)
+    watch.close()
   })
 }
 

@@ -1,8 +1,11 @@
 import {
-  status as Status, type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
+  type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
   type UntypedServiceImplementation
 } from '@grpc/grpc-js'
+import type { ServerHttp2Stream } from 'node:http2'
+import type protobuf from 'protobufjs'
 import type { AgentCard } from '../agent-card.js'
+import type { AnswerBudget, Taken } from '../answer-budget.js'
 import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
 import type { Principal } from '../auth/principal.js'
@@ -14,6 +17,7 @@ import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
+import { resetStream, streamOf, type SessionWatch } from './flow.js'
 import { V03_RPCS } from './v03.js'
 
 // The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
@@ -68,17 +72,33 @@ export interface GrpcBindingOptions {
   publicCard: () => AgentCard
   /** Counts a call in the metrics, when they are on. */
   observe?: (method: string, code: number, seconds: number) => void
+  /** The answer budget every binding shares (services/answer-budget.ts): per connection, the call's HTTP/2 session. */
+  budget: AnswerBudget
+  /** Destroys connections whose untaken answers do not move for `server.write_timeout`. */
+  watch: SessionWatch
 }
 
-/** A stream being written: its call, its source and the slots it holds. */
+/** A stream being written: its call, its HTTP/2 stream, its source and the slots it holds. */
 interface OpenStream {
   readonly call: ServerWritableStream<Json, unknown>
+  readonly stream: ServerHttp2Stream
+  /** The answer budget's connection: the HTTP/2 session. */
+  readonly connection: object
+  /** The message type its events are written as. */
+  readonly type: protobuf.Type
   readonly source: EventSource
-  readonly release: () => void
-  /** Bytes handed to the call and not yet sent. */
+  /** Bytes handed to the call and not yet taken by the client's flow control. */
   queued: number
   /** The source was told to wait (more than HIGH_WATER queued): it is told when the client has taken enough. */
   blocked: boolean
+  /** The budget's bytes of the events written and not yet taken; given back as they are, or when the stream closes. */
+  readonly taken: Set<Taken>
+  /** Room the answer budget granted after a wait, spent on the next write. */
+  reserved: Taken | null
+  /** A wait for room in the answer budget, given up when the stream goes. */
+  waiting: AbortController | null
+  /** The size of the last event written when nothing was queued: a client is never cut off for the event being written. */
+  exempt: number
 }
 
 /**
@@ -86,6 +106,8 @@ interface OpenStream {
  * CONTRACT.md §7's 1 MiB held and queued, the client is cut off. (grpc-js counts messages, not bytes.)
  */
 const HIGH_WATER = 64 * 1024
+
+const noop = (): void => {}
 
 /** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
 const SHUTTING_DOWN = new JsonRpcError(RpcCode.internalError, 'The server is shutting down', 'the server is shutting down', 503)
@@ -96,6 +118,8 @@ const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
 export class GrpcBinding {
   readonly #opts: GrpcBindingOptions
   readonly #open = new Set<OpenStream>()
+  /** Streams ended whose client has not taken their last bytes yet: they hold their slots until it has. */
+  readonly #flushing = new Set<OpenStream>()
   /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
   #ending = false
   /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
@@ -105,9 +129,9 @@ export class GrpcBinding {
     this.#opts = opts
   }
 
-  /** Open streams. */
+  /** Open streams, and ended ones whose client has not taken their last bytes yet. */
   get size (): number {
-    return this.#open.size
+    return this.#open.size + this.#flushing.size
   }
 
   /** Both A2A services, each with its definition (ProtoJSON in and out) and its handlers. */
@@ -141,19 +165,21 @@ export class GrpcBinding {
       definition[rpc] = {
         ...method,
         requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
-        responseSerialize: (value: unknown) => codec.write(response, value)
+        // Answers are serialized before they are written, to take their size from the answer budget.
+        responseSerialize: (bytes: Buffer) => bytes
       }
       const spec = rpcs[rpc]
       const label = `${name}/${rpc}`
       handlers[rpc] = method.responseStream
-        ? (call: ServerWritableStream<Json, unknown>) => { this.#stream(call, spec, version, label) }
-        : (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>) => { this.#unary(call, callback, spec, version, label) }
+        ? (call: ServerWritableStream<Json, unknown>) => { this.#stream(call, spec, version, label, response) }
+        : (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>) => { this.#unary(call, callback, spec, version, label, response) }
     }
     return [definition as ServiceDefinition, handlers]
   }
 
-  #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string): void {
+  #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
     const started = performance.now()
+    const stream = streamOf(call)
     if (this.#refusing) {
       this.#observe(spec, SHUTTING_DOWN.code, started)
       callback(statusOf(SHUTTING_DOWN, this.#opts.codec))
@@ -161,12 +187,46 @@ export class GrpcBinding {
     }
     this.#run(call, spec, version, label).then(result => {
       this.#observe(spec, 0, started)
-      callback(null, spec.encode === undefined ? result : spec.encode(result))
+      this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result))
     }, err => {
       const error = toJsonRpcError(err, this.#opts.log, spec.method)
       this.#observe(spec, error.code, started)
       callback(statusOf(error, this.#opts.codec))
     })
+  }
+
+  /**
+   * Sends a unary answer within the answer budget: its bytes are its connection's until the client has taken them
+   * (the HTTP/2 stream closes, the trailers sent after them). An answer that finds no room waits, holding its value,
+   * not its bytes, until room comes or the client goes.
+   */
+  #answer (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, type: protobuf.Type, value: unknown): void {
+    const { budget, codec } = this.#opts
+    const connection = stream.session as object
+    const bytes = codec.write(type, value)
+    const taken = budget.tryTake(connection, bytes.length)
+    if (taken !== null) {
+      this.#send(stream, callback, taken, bytes)
+      return
+    }
+    const gone = new AbortController()
+    const abort = (): void => gone.abort()
+    stream.once('close', abort)
+    budget.take(connection, bytes.length, gone.signal).then(taken => {
+      stream.off('close', abort)
+      this.#send(stream, callback, taken, codec.write(type, value))
+    }, noop)
+  }
+
+  #send (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, taken: Taken, bytes: Buffer): void {
+    // The client left while its answer was prepared: nothing is sent.
+    if (stream.destroyed) {
+      taken.release()
+      return
+    }
+    stream.once('close', taken.release)
+    callback(null, bytes)
+    this.#opts.watch.watch(stream)
   }
 
   /** Authenticates the caller, builds the method's params, and runs it with the caller's scopes checked. */
@@ -195,8 +255,9 @@ export class GrpcBinding {
     return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, spec.wire))
   }
 
-  #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string): void {
+  #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
     const started = performance.now()
+    const stream = streamOf(call)
     if (this.#refusing) {
       this.#fail(call, spec, SHUTTING_DOWN, started)
       return
@@ -210,7 +271,7 @@ export class GrpcBinding {
     }
     this.#run(call, spec, version, label, claim).then(source => {
       this.#observe(spec, 0, started)
-      this.#attach(call, source as EventSource, claim.release)
+      this.#attach(call, stream, type, source as EventSource, claim.release)
     }, err => {
       claim.release()
       this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
@@ -223,61 +284,113 @@ export class GrpcBinding {
   }
 
   /** Writes the source's events to the call until the task settles, the client goes, or the server shuts down. */
-  #attach (call: ServerWritableStream<Json, unknown>, source: EventSource, release: () => void): void {
+  #attach (call: ServerWritableStream<Json, unknown>, stream: ServerHttp2Stream, type: protobuf.Type, source: EventSource, release: () => void): void {
     // The client left (or its deadline passed) while the stream was being prepared: nothing is written.
     if (call.cancelled) {
       release()
       source.close()
       return
     }
-    const stream: OpenStream = { call, source, release, queued: 0, blocked: false }
-    this.#open.add(stream)
+    const open: OpenStream = {
+      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0
+    }
+    this.#open.add(open)
     // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
-    call.once('cancelled', () => this.#drop(stream))
-    source.attach({
-      write: json => this.#write(stream, json),
-      end: () => this.#end(stream),
-      queued: () => stream.queued,
-      abort: () => {
-        // The consumer let more than CONTRACT.md §7 allows pile up: its stream ends, the task goes on.
-        this.#drop(stream)
-        call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: 'the client is not reading its stream' })
-      }
+    call.once('cancelled', () => this.#drop(open))
+    // The slots and the budget's bytes are given back once the HTTP/2 stream is closed: its client has taken the
+    // last bytes and the trailers, or the stream is gone.
+    stream.once('close', () => {
+      this.#drop(open)
+      this.#flushing.delete(open)
+      for (const taken of open.taken) taken.release()
+      release()
     })
-    if (this.#ending) this.#finish(stream)
+    this.#opts.watch.watch(stream)
+    source.attach({
+      write: json => this.#write(open, json),
+      end: () => this.#end(open),
+      queued: () => Math.max(0, open.queued - open.exempt),
+      // The consumer let more than CONTRACT.md §7 allows pile up: its stream is reset, the task goes on.
+      abort: () => this.#cut(open)
+    })
+    if (this.#ending) this.#finish(open)
   }
 
-  #write (stream: OpenStream, json: string): boolean {
-    const size = json.length
-    stream.queued += size
-    stream.call.write(JSON.parse(json), () => this.#sent(stream, size))
-    stream.blocked = stream.queued > HIGH_WATER
-    return !stream.blocked
+  /**
+   * Writes one event within the answer budget: true when the client keeps up, false when the source should wait
+   * for `drain`, null when the budget had no room and nothing was written (the stream waits for room, then drains).
+   * `force` writes whatever the room (the last snapshot at shutdown).
+   */
+  #write (open: OpenStream, json: string, force = false): boolean | null {
+    const bytes = this.#opts.codec.write(open.type, JSON.parse(json))
+    const { budget } = this.#opts
+    const reserved = open.reserved
+    open.reserved = null
+    const taken = reserved !== null
+      ? budget.exchange(reserved, open.connection, bytes.length)
+      : force ? budget.takeNow(open.connection, bytes.length) : budget.tryTake(open.connection, bytes.length)
+    if (taken === null) {
+      this.#wait(open, bytes.length)
+      return null
+    }
+    if (open.queued === 0) open.exempt = bytes.length
+    open.taken.add(taken)
+    open.queued += bytes.length
+    open.call.write(bytes, () => this.#sent(open, taken))
+    open.blocked = open.queued > HIGH_WATER
+    return !open.blocked
   }
 
-  /** grpc-js has sent a message: once enough has gone, a waiting source writes what it held meanwhile. */
-  #sent (stream: OpenStream, size: number): void {
-    stream.queued -= size
-    if (stream.blocked && stream.queued <= HIGH_WATER && this.#open.has(stream)) {
-      stream.blocked = false
-      stream.source.drain()
+  /** The client's flow control has taken an event: its room goes back, and a waiting source writes what it held. */
+  #sent (open: OpenStream, taken: Taken): void {
+    open.queued -= taken.bytes
+    if (open.queued === 0) open.exempt = 0
+    open.taken.delete(taken)
+    taken.release()
+    if (open.blocked && open.queued <= HIGH_WATER && this.#open.has(open)) {
+      open.blocked = false
+      open.source.drain()
     }
   }
 
-  #finish (stream: OpenStream): void {
-    this.#write(stream, stream.source.snapshot())
-    this.#end(stream)
+  /** Waits for room for `bytes` in the answer budget, then lets the source write what it held meanwhile. */
+  #wait (open: OpenStream, bytes: number): void {
+    // (Called once per refusal: the source holds its events until it is drained.)
+    const waiting = new AbortController()
+    open.waiting = waiting
+    this.#opts.budget.take(open.connection, bytes, waiting.signal).then(taken => {
+      open.waiting = null
+      open.reserved = taken
+      open.source.drain()
+      // Spent on the source's next write, or (nothing left to write) given back: releasing twice is a no-op.
+      open.reserved = null
+      taken.release()
+    }, noop)
   }
 
-  #end (stream: OpenStream): void {
-    this.#drop(stream)
-    stream.call.end()
+  #finish (open: OpenStream): void {
+    this.#write(open, open.source.snapshot(), true)
+    this.#end(open)
   }
 
-  #drop (stream: OpenStream): void {
-    if (!this.#open.delete(stream)) return
-    stream.release()
-    stream.source.close()
+  /** Ends the stream; its slots are given back once its client has taken the last bytes (the stream's `close`). */
+  #end (open: OpenStream): void {
+    this.#flushing.add(open)
+    this.#drop(open)
+    open.call.end()
+  }
+
+  /** The client is not reading: its HTTP/2 stream is reset (what it holds is dropped; RESOURCE_EXHAUSTED). */
+  #cut (open: OpenStream): void {
+    this.#drop(open)
+    resetStream(open.stream)
+  }
+
+  /** Stops writing the stream: it leaves the open ones, its source and any wait for room go. */
+  #drop (open: OpenStream): void {
+    if (!this.#open.delete(open)) return
+    open.waiting?.abort()
+    open.source.close()
   }
 
   #observe (spec: RpcSpec, code: number, started: number): void {

@@ -47,6 +47,17 @@ t.test('a stream whose caller leaves while it is prepared holds no slot: the tas
   t.equal((await again).error, undefined)
 })
 
+t.test('a unary call whose caller leaves while it is prepared sends nothing and holds no answer bytes', async t => {
+  const { app, idp, clients: { v1 } } = await withSlowIdp(t)
+  const call = v1.GetExtendedAgentCard({}, metadataOf(bearer), () => {})
+  await until(() => idp.calls() === 1)
+  call.cancel()
+  // The identity provider answers (in 2 s); the method runs; its answer finds the caller gone.
+  await until(() => app.a2aGrpc?.binding !== undefined && idp.calls() === 1 && app.a2aAnswers.bytes === 0)
+  idp.mode('ok')
+  t.equal((await unary(v1, 'GetExtendedAgentCard', {}, bearer)).error, undefined, 'the next call is answered')
+})
+
 t.test('a stream prepared while the server shuts down gets its task as it stands, and ends', async t => {
   const { app, idp, clients: { v1 } } = await withSlowIdp(t, { shutdown_timeout: 10 })
   const stream = streamAll(v1, 'SendStreamingMessage', { message: user('late') }, bearer)
