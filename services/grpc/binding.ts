@@ -17,7 +17,8 @@ import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
-import { resetStream, streamOf, type SessionWatch } from './flow.js'
+import { streamOf, type SessionWatch } from './flow.js'
+import { GrpcStreams } from './streams.js'
 import { V03_RPCS } from './v03.js'
 
 // The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
@@ -78,35 +79,6 @@ export interface GrpcBindingOptions {
   watch: SessionWatch
 }
 
-/** A stream being written: its call, its HTTP/2 stream, its source and the slots it holds. */
-interface OpenStream {
-  readonly call: ServerWritableStream<Json, unknown>
-  readonly stream: ServerHttp2Stream
-  /** The answer budget's connection: the HTTP/2 session. */
-  readonly connection: object
-  /** The message type its events are written as. */
-  readonly type: protobuf.Type
-  readonly source: EventSource
-  /** Bytes handed to the call and not yet taken by the client's flow control. */
-  queued: number
-  /** The source was told to wait (more than HIGH_WATER queued): it is told when the client has taken enough. */
-  blocked: boolean
-  /** The budget's bytes of the events written and not yet taken; given back as they are, or when the stream closes. */
-  readonly taken: Set<Taken>
-  /** Room the answer budget granted after a wait, spent on the next write. */
-  reserved: Taken | null
-  /** A wait for room in the answer budget, given up when the stream goes. */
-  waiting: AbortController | null
-  /** The size of the last event written when nothing was queued: a client is never cut off for the event being written. */
-  exempt: number
-}
-
-/**
- * Bytes a stream may have handed to grpc-js and not yet sent before its source holds (and coalesces) events; past
- * CONTRACT.md §7's 1 MiB held and queued, the client is cut off. (grpc-js counts messages, not bytes.)
- */
-const HIGH_WATER = 64 * 1024
-
 const noop = (): void => {}
 
 /** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
@@ -117,21 +89,18 @@ const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
 
 export class GrpcBinding {
   readonly #opts: GrpcBindingOptions
-  readonly #open = new Set<OpenStream>()
-  /** Streams ended whose client has not taken their last bytes yet: they hold their slots until it has. */
-  readonly #flushing = new Set<OpenStream>()
-  /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
-  #ending = false
+  readonly #streams: GrpcStreams
   /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
   #refusing = false
 
   constructor (opts: GrpcBindingOptions) {
     this.#opts = opts
+    this.#streams = new GrpcStreams({ codec: opts.codec, budget: opts.budget, watch: opts.watch })
   }
 
   /** Open streams, and ended ones whose client has not taken their last bytes yet. */
   get size (): number {
-    return this.#open.size + this.#flushing.size
+    return this.#streams.size
   }
 
   /** Both A2A services, each with its definition (ProtoJSON in and out) and its handlers. */
@@ -149,8 +118,7 @@ export class GrpcBinding {
 
   /** Sends every open stream its task's current snapshot and ends it (shutdown); streams opened later end at once. */
   endAll (): void {
-    this.#ending = true
-    for (const stream of [...this.#open]) this.#finish(stream)
+    this.#streams.endAll()
   }
 
   #service (name: keyof typeof SERVICE_VERSIONS, rpcs: Readonly<Record<string, RpcSpec>>): [ServiceDefinition, UntypedServiceImplementation] {
@@ -271,7 +239,7 @@ export class GrpcBinding {
     }
     this.#run(call, spec, version, label, claim).then(source => {
       this.#observe(spec, 0, started)
-      this.#attach(call, stream, type, source as EventSource, claim.release)
+      this.#streams.attach(call, stream, type, source as EventSource, claim.release)
     }, err => {
       claim.release()
       this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
@@ -281,116 +249,6 @@ export class GrpcBinding {
   #fail (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, error: JsonRpcError, started: number): void {
     this.#observe(spec, error.code, started)
     call.emit('error', statusOf(error, this.#opts.codec))
-  }
-
-  /** Writes the source's events to the call until the task settles, the client goes, or the server shuts down. */
-  #attach (call: ServerWritableStream<Json, unknown>, stream: ServerHttp2Stream, type: protobuf.Type, source: EventSource, release: () => void): void {
-    // The client left (or its deadline passed) while the stream was being prepared: nothing is written.
-    if (call.cancelled) {
-      release()
-      source.close()
-      return
-    }
-    const open: OpenStream = {
-      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0
-    }
-    this.#open.add(open)
-    // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
-    call.once('cancelled', () => this.#drop(open))
-    // The slots and the budget's bytes are given back once the HTTP/2 stream is closed: its client has taken the
-    // last bytes and the trailers, or the stream is gone.
-    stream.once('close', () => {
-      this.#drop(open)
-      this.#flushing.delete(open)
-      for (const taken of open.taken) taken.release()
-      release()
-    })
-    this.#opts.watch.watch(stream)
-    source.attach({
-      write: json => this.#write(open, json),
-      end: () => this.#end(open),
-      queued: () => Math.max(0, open.queued - open.exempt),
-      // The consumer let more than CONTRACT.md §7 allows pile up: its stream is reset, the task goes on.
-      abort: () => this.#cut(open)
-    })
-    if (this.#ending) this.#finish(open)
-  }
-
-  /**
-   * Writes one event within the answer budget: true when the client keeps up, false when the source should wait
-   * for `drain`, null when the budget had no room and nothing was written (the stream waits for room, then drains).
-   * `force` writes whatever the room (the last snapshot at shutdown).
-   */
-  #write (open: OpenStream, json: string, force = false): boolean | null {
-    const bytes = this.#opts.codec.write(open.type, JSON.parse(json))
-    const { budget } = this.#opts
-    const reserved = open.reserved
-    open.reserved = null
-    const taken = reserved !== null
-      ? budget.exchange(reserved, open.connection, bytes.length)
-      : force ? budget.takeNow(open.connection, bytes.length) : budget.tryTake(open.connection, bytes.length)
-    if (taken === null) {
-      this.#wait(open, bytes.length)
-      return null
-    }
-    if (open.queued === 0) open.exempt = bytes.length
-    open.taken.add(taken)
-    open.queued += bytes.length
-    open.call.write(bytes, () => this.#sent(open, taken))
-    open.blocked = open.queued > HIGH_WATER
-    return !open.blocked
-  }
-
-  /** The client's flow control has taken an event: its room goes back, and a waiting source writes what it held. */
-  #sent (open: OpenStream, taken: Taken): void {
-    open.queued -= taken.bytes
-    if (open.queued === 0) open.exempt = 0
-    open.taken.delete(taken)
-    taken.release()
-    if (open.blocked && open.queued <= HIGH_WATER && this.#open.has(open)) {
-      open.blocked = false
-      open.source.drain()
-    }
-  }
-
-  /** Waits for room for `bytes` in the answer budget, then lets the source write what it held meanwhile. */
-  #wait (open: OpenStream, bytes: number): void {
-    // (Called once per refusal: the source holds its events until it is drained.)
-    const waiting = new AbortController()
-    open.waiting = waiting
-    this.#opts.budget.take(open.connection, bytes, waiting.signal).then(taken => {
-      open.waiting = null
-      open.reserved = taken
-      open.source.drain()
-      // Spent on the source's next write, or (nothing left to write) given back: releasing twice is a no-op.
-      open.reserved = null
-      taken.release()
-    }, noop)
-  }
-
-  #finish (open: OpenStream): void {
-    this.#write(open, open.source.snapshot(), true)
-    this.#end(open)
-  }
-
-  /** Ends the stream; its slots are given back once its client has taken the last bytes (the stream's `close`). */
-  #end (open: OpenStream): void {
-    this.#flushing.add(open)
-    this.#drop(open)
-    open.call.end()
-  }
-
-  /** The client is not reading: its HTTP/2 stream is reset (what it holds is dropped; RESOURCE_EXHAUSTED). */
-  #cut (open: OpenStream): void {
-    this.#drop(open)
-    resetStream(open.stream)
-  }
-
-  /** Stops writing the stream: it leaves the open ones, its source and any wait for room go. */
-  #drop (open: OpenStream): void {
-    if (!this.#open.delete(open)) return
-    open.waiting?.abort()
-    open.source.close()
   }
 
   #observe (spec: RpcSpec, code: number, started: number): void {
