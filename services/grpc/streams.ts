@@ -4,6 +4,7 @@ import type protobuf from 'protobufjs'
 import type { AnswerBudget, Taken } from '../answer-budget.js'
 import type { EventSource } from '../../plugins/sse.js'
 import type { ProtoCodec } from './codec.js'
+import { MAX_BEHIND_BYTES, MAX_QUEUED_BYTES } from '../tasks/task-stream.js'
 import { resetStream, type SessionWatch } from './flow.js'
 
 // The gRPC binding's server streams (README "The gRPC binding"): each event serialized, within the answer budget
@@ -39,6 +40,9 @@ interface OpenStream {
   waiting: AbortController | null
   /** The size of the last event written when nothing was queued: a client is never cut off for the event being written. */
   exempt: number
+  /** `queued` at the last look, and since when it has not moved. */
+  last: number
+  still: number
 }
 
 /**
@@ -49,6 +53,15 @@ const HIGH_WATER = 64 * 1024
 
 const noop = (): void => {}
 
+/** How often open streams are looked at for clients that stopped taking. */
+const LOOK_MS = 1000
+/**
+ * A client is cut off for what waits for it only once it has taken nothing for this long, as over SSE
+ * (plugins/sse.ts `STILL_MS`): one that reads is never cut off for being behind, nor one whose stream waits for
+ * room in the answer budget (nothing of it is then in flight).
+ */
+const STILL_MS = 2000
+
 export class GrpcStreams {
   readonly #codec: ProtoCodec
   readonly #budget: AnswerBudget
@@ -58,6 +71,7 @@ export class GrpcStreams {
   readonly #flushing = new Set<OpenStream>()
   /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
   #ending = false
+  #timer: NodeJS.Timeout | undefined
 
   constructor (opts: GrpcStreamsOptions) {
     this.#codec = opts.codec
@@ -85,9 +99,10 @@ export class GrpcStreams {
       return
     }
     const open: OpenStream = {
-      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0
+      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0, last: 0, still: Date.now()
     }
     this.#open.add(open)
+    this.#timer ??= setInterval(() => this.#look(), LOOK_MS).unref()
     // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
     call.once('cancelled', () => this.#drop(open))
     // The slots and the budget's bytes are given back once the HTTP/2 stream is closed: its client has taken the
@@ -103,8 +118,10 @@ export class GrpcStreams {
       write: json => this.#write(open, json),
       end: () => this.#end(open),
       queued: () => Math.max(0, open.queued - open.exempt),
-      // The consumer let more than CONTRACT.md §7 allows pile up: its stream is reset, the task goes on.
-      abort: () => this.#cut(open)
+      // The consumer let more than a reader ever may pile up: its stream is reset, the task goes on.
+      abort: () => this.#cut(open),
+      // One that stops reading is found by `#look`; one that reads may fall this far behind.
+      limit: MAX_BEHIND_BYTES
     })
     if (this.#ending) this.#finish(open)
   }
@@ -184,5 +201,30 @@ export class GrpcStreams {
     if (!this.#open.delete(open)) return
     open.waiting?.abort()
     open.source.close()
+    if (this.#open.size === 0) {
+      clearInterval(this.#timer)
+      this.#timer = undefined
+    }
   }
+
+  /**
+   * CONTRACT.md §7: a client that does not read may have at most 1 MiB waiting for it. Cut off once it has taken
+   * nothing for `STILL_MS` with more than that in flight and held, beyond the event being written.
+   */
+  #look (): void {
+    const now = Date.now()
+    for (const open of [...this.#open]) {
+      if (open.queued === 0 || open.queued !== open.last) {
+        open.last = open.queued
+        open.still = now
+      } else if (now - open.still >= STILL_MS && open.queued - open.exempt + heldBy(open.source) > MAX_QUEUED_BYTES) {
+        this.#cut(open)
+      }
+    }
+  }
+}
+
+/** What the source holds for its client: the methods' streams (TaskEventStream) all say. */
+function heldBy (source: EventSource): number {
+  return (source as Required<EventSource>).held()
 }
