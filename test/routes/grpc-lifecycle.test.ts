@@ -48,12 +48,19 @@ t.test('a stream whose caller leaves while it is prepared holds no slot: the tas
 })
 
 t.test('a unary call whose caller leaves while it is prepared sends nothing and holds no answer bytes', async t => {
-  const { app, idp, clients: { v1 } } = await withSlowIdp(t)
+  const idp = await stubIdp(t)
+  idp.tokens.set('tok-lifecycle', { active: true, sub: 'lena', scope: 'api:read' })
+  idp.mode('slow')
+  const oauth2 = { introspection_endpoint: idp.endpoint, client_id: 'a2a-server', client_secret: 'idp-client-secret', required_scopes: ['api:read'], timeout: 5 }
+  const { app, url, target } = await listenGrpc(t, { executor, config: { metrics: { enabled: true }, security: { enabled: true, auth: { oauth2 } } } })
+  const { v1 } = grpcClients(t, target)
   const call = v1.GetExtendedAgentCard({}, metadataOf(bearer), () => {})
   await until(() => idp.calls() === 1)
   call.cancel()
-  // The identity provider answers (in 2 s); the method runs; its answer finds the caller gone.
-  await until(() => app.a2aGrpc?.binding !== undefined && idp.calls() === 1 && app.a2aAnswers.bytes === 0)
+  // The identity provider answers (in 2 s); the method runs and is counted; its answer finds the caller gone.
+  await until(async () => /a2a_rpc_requests_total\{method="GetExtendedAgentCard",code="0"\} 1/.test(await (await fetch(`${url}/metrics`)).text()), 1000)
+  t.equal(app.a2aAnswers.bytes, 0, 'no answer bytes held')
+  t.equal(app.a2aAnswers.waiting, 0)
   idp.mode('ok')
   t.equal((await unary(v1, 'GetExtendedAgentCard', {}, bearer)).error, undefined, 'the next call is answered')
 })
