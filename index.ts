@@ -88,6 +88,11 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   fastify.decorate('a2aConfig', config)
   // The developer console's webhook sink, whose own URLs the push URL policy lets through (CONTRACT.md §3).
   const sinks = consoleEnabled(config) ? new ConsoleSinks({ prefix, addresses: () => fastify.addresses() }) : undefined
+  const grpc: GrpcHandle | null = config.protocol.grpc.enabled ? { port: 0 } : null
+  fastify.decorate('a2aGrpc', grpc)
+  // Every binding stops taking new work at the moment the close begins (HTTP answers 503 from then on), before the
+  // task drain the tasks and SSE plugins' preClose hooks await: added before theirs, this hook runs first.
+  if (grpc !== null) fastify.addHook('preClose', async () => { grpc.stopAccepting?.() })
   await fastify.register(redisPlugin, { config, redis: opts.redis })
   await fastify.register(tasksPlugin, { config, executor })
   await fastify.register(metricsPlugin, { config })
@@ -107,8 +112,6 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     beforeShutdown: () => fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
   })
 
-  const grpc: GrpcHandle | null = config.protocol.grpc.enabled ? { port: 0 } : null
-  fastify.decorate('a2aGrpc', grpc)
   const routePrefix = prefix === '/' ? '' : prefix
   // fp drops `prefix` on this outer plugin, so the encapsulated route plugins get it.
   await fastify.register(jsonRpcRoutes, {

@@ -1,12 +1,14 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
-import { Server, ServerCredentials } from '@grpc/grpc-js'
+import { Server } from '@grpc/grpc-js'
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check'
 import type { A2AConfig } from '../schemas/config.js'
 import { buildAgentCard } from '../services/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
-import { hostPort, listenFailure } from '../services/listen-failure.js'
+import { GrpcListener } from '../services/grpc/listener.js'
+import { SessionWatch } from '../services/grpc/flow.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
+import { hostPort, listenFailure } from '../services/listen-failure.js'
 import { readiness, type ReadinessChecks } from '../services/readiness.js'
 import { auditCall } from './auth.js'
 
@@ -16,6 +18,11 @@ export interface GrpcHandle {
   binding?: GrpcBinding
   /** The bound port (the configured one, or the one taken for port 0); 0 until the instance is ready. */
   port: number
+  /**
+   * Stops taking calls (health NOT_SERVING, new calls UNAVAILABLE) while those accepted go on: called as the close
+   * begins, before the task drain, at the moment HTTP starts answering 503 (index.ts). Idempotent.
+   */
+  stopAccepting?: () => void
 }
 
 export interface GrpcPluginOptions {
@@ -46,6 +53,8 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   const audit = fastify.a2aAudit
   const metrics = fastify.a2aMetrics
   const card = buildAgentCard(config, { prefix: opts.cardPrefix })
+  const log = fastify.log.child({ component: 'grpc' })
+  const watch = new SessionWatch(config.server.write_timeout * 1000, log)
   const binding = new GrpcBinding({
     codec: protoCodec(),
     registry: fastify.a2aMethods,
@@ -53,27 +62,40 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     identify: fastify.a2aIdentify,
     apiKeyHeader: config.security.auth.api_key.header.toLowerCase(),
     audit: (caller, method, denied) => { if (secured) auditCall(audit, caller, method, denied) },
-    log: fastify.log.child({ component: 'grpc' }),
+    log,
+    budget: fastify.a2aAnswers,
+    watch,
     publicCard: () => card,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
+  const limits = config.protocol.grpc
   const server = new Server({
     // Requests above `server.max_request_size` are refused (RESOURCE_EXHAUSTED), as HTTP bodies are (413).
     'grpc.max_receive_message_length': config.server.max_request_size,
-    'grpc.max_send_message_length': -1
+    'grpc.max_send_message_length': -1,
+    // What one connection may hold (grpc-js sets no bound of its own: issue 39 row 1).
+    'grpc.max_concurrent_streams': limits.max_concurrent_streams,
+    'grpc-node.max_session_memory': limits.max_session_memory,
+    'grpc.max_connection_idle_ms': limits.idle_timeout * 1000,
+    'grpc.keepalive_time_ms': limits.keepalive_time * 1000,
+    'grpc.keepalive_timeout_ms': limits.keepalive_timeout * 1000
   })
+  // The port's sockets are this listener's: at most max_connections, each handed to grpc-js once its preface is in.
+  const listener = new GrpcListener(server, { maxConnections: limits.max_connections, handshakeTimeoutMs: limits.handshake_timeout * 1000 })
   for (const [definition, handlers] of binding.services()) server.addService(definition, handlers)
   const health = new HealthImplementation({ '': 'NOT_SERVING', [V1_SERVICE]: 'NOT_SERVING', [V03_SERVICE]: 'NOT_SERVING' })
   health.addToServer(server)
+  /** Set once the close has begun: from then on the health service says NOT_SERVING, whatever a check in flight finds. */
+  let stopped = false
   const setHealth = (status: ServingStatus): void => {
-    for (const name of ['', V1_SERVICE, V03_SERVICE]) health.setStatus(name, status)
+    for (const name of ['', V1_SERVICE, V03_SERVICE]) health.setStatus(name, stopped ? 'NOT_SERVING' : status)
   }
 
   const { handle } = opts
   handle.server = server
   handle.binding = binding
   let timer: NodeJS.Timeout | undefined
-  /** The readiness check in flight, if any: the drain waits for it, so that it cannot say SERVING again. */
+  /** The readiness check in flight, if any: the close waits for it (whatever it finds, health stays NOT_SERVING). */
   let checking: Promise<void> | undefined
 
   /** SERVING while every readiness check passes (what `/ready` answers 200 for). */
@@ -82,26 +104,32 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   }
 
   fastify.addHook('onReady', async () => {
-    const address = hostPort(config.server.host, config.protocol.grpc.port)
-    handle.port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
-        if (err === null) resolve(port)
-        // A port in use and the like: the one line a failed start prints (services/listen-failure.ts).
-        else reject(listenFailure(err, { binding: 'gRPC', address, portHint: 'set protocol.grpc.port' }))
-      })
+    const { host } = config.server
+    const address = hostPort(host, config.protocol.grpc.port)
+    // A port in use and the like: the one line a failed start prints (services/listen-failure.ts).
+    handle.port = await listener.listen(host, config.protocol.grpc.port).catch(err => {
+      throw listenFailure(err, { binding: 'gRPC', address, portHint: 'set protocol.grpc.port' })
     })
     setHealth(await serving())
     timer = setInterval(() => { checking = serving().then(setHealth) }, HEALTH_INTERVAL_MS).unref()
     fastify.log.info({ address, port: handle.port }, 'gRPC binding listening')
   })
 
+  const stopAccepting = (): void => {
+    stopped = true
+    clearInterval(timer)
+    setHealth('NOT_SERVING')
+    binding.refuse()
+  }
+  handle.stopAccepting = stopAccepting
+
   fastify.addHook('preClose', async () => {
     // Everything below ends within server.shutdown_timeout: calls still running then are cut off.
     const deadline = Date.now() + config.server.shutdown_timeout * 1000
-    clearInterval(timer)
+    stopAccepting()
     await checking
-    setHealth('NOT_SERVING')
-    // No new calls from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
+    // No new connections from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
+    listener.close()
     const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
     await fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
     binding.endAll()
@@ -110,6 +138,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     const expired = new Promise<boolean>(resolve => { late = setTimeout(() => resolve(true), Math.max(FLUSH_MS, deadline - Date.now())) })
     if (await Promise.race([shutdown.then(() => false), expired])) server.forceShutdown()
     clearTimeout(late)
+    watch.close()
   })
 }
 

@@ -28,7 +28,8 @@ const metricsPlugin: FastifyPluginAsync<MetricsPluginOptions> = async (fastify, 
   const metrics = new A2AMetrics({
     // Both are decorated after this plugin: they are read only when a request is answered or a scrape runs.
     knownMethod: name => fastify.a2aMethods.has(name),
-    openStreams: () => fastify.a2aStreams.size
+    // SSE streams and gRPC server streams alike, each until its client has taken its last bytes.
+    openStreams: () => fastify.a2aStreams.size + (fastify.a2aGrpc?.binding?.size ?? 0)
   })
   // Counted from the task service's own events, never by scanning the store.
   fastify.a2aTasks.onCreate(record => metrics.taskCreated(record.task.status.state))

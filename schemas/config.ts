@@ -125,7 +125,20 @@ export const ProtocolConfigSchema = obj({
   grpc: obj({
     enabled: Bool(false),
     port: Int(50051, { minimum: 0, maximum: 65535 }),
-    advertised_url: Str('')
+    advertised_url: Str(''),
+    /** Open connections on the port; Node drops those past it at once. */
+    max_connections: Int(1000, { minimum: 1 }),
+    /** Seconds a connection has to send its whole HTTP/2 preface before it is closed (slowloris). */
+    handshake_timeout: Int(20, { minimum: 1 }),
+    /** Calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); the client queues the rest. */
+    max_concurrent_streams: Int(100, { minimum: 1 }),
+    /** MiB one connection's HTTP/2 session may buffer (Node's maxSessionMemory): past it, its new calls are refused. */
+    max_session_memory: Int(32, { minimum: 1 }),
+    /** Seconds a connection with no call open is kept. */
+    idle_timeout: Int(300, { minimum: 1 }),
+    /** Seconds between the server's pings on a connection; one not acknowledged within `keepalive_timeout` is closed. */
+    keepalive_time: Int(60, { minimum: 1 }),
+    keepalive_timeout: Int(20, { minimum: 1 })
   }),
   /**
    * The A2A v1.0 tenant this agent is served as (v1.0 `tenant`, CONTRACT.md §12): written on every card interface,

@@ -68,7 +68,7 @@ export class A2AMetrics {
     })
     new Gauge({ // eslint-disable-line no-new -- registered through `registers`, read through `collect`
       name: 'a2a_open_streams',
-      help: 'Open Server-Sent Event streams of this instance.',
+      help: 'Open streams of this instance: Server-Sent Events and gRPC server streams.',
       registers,
       collect () {
         this.set(opts.openStreams())

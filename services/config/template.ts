@@ -126,6 +126,19 @@ protocol:
     port: ${y(d.protocol.grpc.port)}
     # The card's URL for it; empty: grpc://<host>:<port>. grpc-js clients (@a2a-js/sdk) dial host:port: set that.
     advertised_url: ${y(d.protocol.grpc.advertised_url)}
+    # Open connections on its port; past it new ones are dropped.
+    max_connections: ${y(d.protocol.grpc.max_connections)}
+    # Seconds a connection has to send its whole HTTP/2 preface before it is closed.
+    handshake_timeout: ${y(d.protocol.grpc.handshake_timeout)}
+    # Calls open at once on one connection; the client queues the rest.
+    max_concurrent_streams: ${y(d.protocol.grpc.max_concurrent_streams)}
+    # MiB one connection may buffer; past it its new calls are refused.
+    max_session_memory: ${y(d.protocol.grpc.max_session_memory)}
+    # Seconds a connection with no call open is kept.
+    idle_timeout: ${y(d.protocol.grpc.idle_timeout)}
+    # Seconds between pings on a connection; one not acknowledged within keepalive_timeout seconds is closed.
+    keepalive_time: ${y(d.protocol.grpc.keepalive_time)}
+    keepalive_timeout: ${y(d.protocol.grpc.keepalive_timeout)}
   # The A2A v1.0 tenant the agent is served as: on every card interface, and the v1.0 REST routes also under
   # /<tenant>/. Letters, digits and . _ ~ - (not v1). Unset: none.
   # tenant: acme

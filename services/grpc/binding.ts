@@ -1,8 +1,11 @@
 import {
-  status as Status, type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
+  type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
   type UntypedServiceImplementation
 } from '@grpc/grpc-js'
+import type { ServerHttp2Stream } from 'node:http2'
+import type protobuf from 'protobufjs'
 import type { AgentCard } from '../agent-card.js'
+import type { AnswerBudget, Taken } from '../answer-budget.js'
 import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
 import type { Principal } from '../auth/principal.js'
@@ -14,6 +17,8 @@ import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
+import { streamOf, type SessionWatch } from './flow.js'
+import { GrpcStreams } from './streams.js'
 import { V03_RPCS } from './v03.js'
 
 // The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
@@ -68,41 +73,34 @@ export interface GrpcBindingOptions {
   publicCard: () => AgentCard
   /** Counts a call in the metrics, when they are on. */
   observe?: (method: string, code: number, seconds: number) => void
+  /** The answer budget every binding shares (services/answer-budget.ts): per connection, the call's HTTP/2 session. */
+  budget: AnswerBudget
+  /** Destroys connections whose untaken answers do not move for `server.write_timeout`. */
+  watch: SessionWatch
 }
 
-/** A stream being written: its call, its source and the slots it holds. */
-interface OpenStream {
-  readonly call: ServerWritableStream<Json, unknown>
-  readonly source: EventSource
-  readonly release: () => void
-  /** Bytes handed to the call and not yet sent. */
-  queued: number
-  /** The source was told to wait (more than HIGH_WATER queued): it is told when the client has taken enough. */
-  blocked: boolean
-}
+const noop = (): void => {}
 
-/**
- * Bytes a stream may have handed to grpc-js and not yet sent before its source holds (and coalesces) events; past
- * CONTRACT.md §7's 1 MiB held and queued, the client is cut off. (grpc-js counts messages, not bytes.)
- */
-const HIGH_WATER = 64 * 1024
+/** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
+const SHUTTING_DOWN = new JsonRpcError(RpcCode.internalError, 'The server is shutting down', 'the server is shutting down', 503)
 
 /** The version each service speaks (the service decides, CONTRACT.md §13). */
 const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
 
 export class GrpcBinding {
   readonly #opts: GrpcBindingOptions
-  readonly #open = new Set<OpenStream>()
-  /** Set by `endAll` (shutdown): a stream opened later gets its snapshot and ends at once. */
-  #ending = false
+  readonly #streams: GrpcStreams
+  /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
+  #refusing = false
 
   constructor (opts: GrpcBindingOptions) {
     this.#opts = opts
+    this.#streams = new GrpcStreams({ codec: opts.codec, budget: opts.budget, watch: opts.watch })
   }
 
-  /** Open streams. */
+  /** Open streams, and ended ones whose client has not taken their last bytes yet. */
   get size (): number {
-    return this.#open.size
+    return this.#streams.size
   }
 
   /** Both A2A services, each with its definition (ProtoJSON in and out) and its handlers. */
@@ -110,10 +108,17 @@ export class GrpcBinding {
     return [this.#service(V1_SERVICE, V1_RPCS), this.#service(V03_SERVICE, V03_RPCS)]
   }
 
+  /**
+   * From now on every new call is refused with UNAVAILABLE (the shutdown has begun: HTTP answers 503 from the same
+   * moment); calls already accepted go on.
+   */
+  refuse (): void {
+    this.#refusing = true
+  }
+
   /** Sends every open stream its task's current snapshot and ends it (shutdown); streams opened later end at once. */
   endAll (): void {
-    this.#ending = true
-    for (const stream of [...this.#open]) this.#finish(stream)
+    this.#streams.endAll()
   }
 
   #service (name: keyof typeof SERVICE_VERSIONS, rpcs: Readonly<Record<string, RpcSpec>>): [ServiceDefinition, UntypedServiceImplementation] {
@@ -128,27 +133,68 @@ export class GrpcBinding {
       definition[rpc] = {
         ...method,
         requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
-        responseSerialize: (value: unknown) => codec.write(response, value)
+        // Answers are serialized before they are written, to take their size from the answer budget.
+        responseSerialize: (bytes: Buffer) => bytes
       }
       const spec = rpcs[rpc]
       const label = `${name}/${rpc}`
       handlers[rpc] = method.responseStream
-        ? (call: ServerWritableStream<Json, unknown>) => { this.#stream(call, spec, version, label) }
-        : (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>) => { this.#unary(call, callback, spec, version, label) }
+        ? (call: ServerWritableStream<Json, unknown>) => { this.#stream(call, spec, version, label, response) }
+        : (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>) => { this.#unary(call, callback, spec, version, label, response) }
     }
     return [definition as ServiceDefinition, handlers]
   }
 
-  #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string): void {
+  #unary (call: ServerUnaryCall<Json, unknown>, callback: sendUnaryData<unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
     const started = performance.now()
+    const stream = streamOf(call)
+    if (this.#refusing) {
+      this.#observe(spec, SHUTTING_DOWN.code, started)
+      callback(statusOf(SHUTTING_DOWN, this.#opts.codec))
+      return
+    }
     this.#run(call, spec, version, label).then(result => {
       this.#observe(spec, 0, started)
-      callback(null, spec.encode === undefined ? result : spec.encode(result))
+      this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result))
     }, err => {
       const error = toJsonRpcError(err, this.#opts.log, spec.method)
       this.#observe(spec, error.code, started)
       callback(statusOf(error, this.#opts.codec))
     })
+  }
+
+  /**
+   * Sends a unary answer within the answer budget: its bytes are its connection's until the client has taken them
+   * (the HTTP/2 stream closes, the trailers sent after them). An answer that finds no room waits, holding its value,
+   * not its bytes, until room comes or the client goes.
+   */
+  #answer (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, type: protobuf.Type, value: unknown): void {
+    const { budget, codec } = this.#opts
+    const connection = stream.session as object
+    const bytes = codec.write(type, value)
+    const taken = budget.tryTake(connection, bytes.length)
+    if (taken !== null) {
+      this.#send(stream, callback, taken, bytes)
+      return
+    }
+    const gone = new AbortController()
+    const abort = (): void => gone.abort()
+    stream.once('close', abort)
+    budget.take(connection, bytes.length, gone.signal).then(taken => {
+      stream.off('close', abort)
+      this.#send(stream, callback, taken, codec.write(type, value))
+    }, noop)
+  }
+
+  #send (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, taken: Taken, bytes: Buffer): void {
+    // The client left while its answer was prepared: nothing is sent.
+    if (stream.destroyed) {
+      taken.release()
+      return
+    }
+    stream.once('close', taken.release)
+    callback(null, bytes)
+    this.#opts.watch.watch(stream)
   }
 
   /** Authenticates the caller, builds the method's params, and runs it with the caller's scopes checked. */
@@ -177,8 +223,13 @@ export class GrpcBinding {
     return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, spec.wire))
   }
 
-  #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string): void {
+  #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
     const started = performance.now()
+    const stream = streamOf(call)
+    if (this.#refusing) {
+      this.#fail(call, spec, SHUTTING_DOWN, started)
+      return
+    }
     let claim: StreamClaim
     try {
       claim = this.#opts.streams.claim()
@@ -188,7 +239,7 @@ export class GrpcBinding {
     }
     this.#run(call, spec, version, label, claim).then(source => {
       this.#observe(spec, 0, started)
-      this.#attach(call, source as EventSource, claim.release)
+      this.#streams.attach(call, stream, type, source as EventSource, claim.release)
     }, err => {
       claim.release()
       this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
@@ -198,64 +249,6 @@ export class GrpcBinding {
   #fail (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, error: JsonRpcError, started: number): void {
     this.#observe(spec, error.code, started)
     call.emit('error', statusOf(error, this.#opts.codec))
-  }
-
-  /** Writes the source's events to the call until the task settles, the client goes, or the server shuts down. */
-  #attach (call: ServerWritableStream<Json, unknown>, source: EventSource, release: () => void): void {
-    // The client left (or its deadline passed) while the stream was being prepared: nothing is written.
-    if (call.cancelled) {
-      release()
-      source.close()
-      return
-    }
-    const stream: OpenStream = { call, source, release, queued: 0, blocked: false }
-    this.#open.add(stream)
-    // A client that goes away, or whose deadline passes, only ends its stream: the task goes on (CONTRACT.md §6).
-    call.once('cancelled', () => this.#drop(stream))
-    source.attach({
-      write: json => this.#write(stream, json),
-      end: () => this.#end(stream),
-      queued: () => stream.queued,
-      abort: () => {
-        // The consumer let more than CONTRACT.md §7 allows pile up: its stream ends, the task goes on.
-        this.#drop(stream)
-        call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: 'the client is not reading its stream' })
-      }
-    })
-    if (this.#ending) this.#finish(stream)
-  }
-
-  #write (stream: OpenStream, json: string): boolean {
-    const size = json.length
-    stream.queued += size
-    stream.call.write(JSON.parse(json), () => this.#sent(stream, size))
-    stream.blocked = stream.queued > HIGH_WATER
-    return !stream.blocked
-  }
-
-  /** grpc-js has sent a message: once enough has gone, a waiting source writes what it held meanwhile. */
-  #sent (stream: OpenStream, size: number): void {
-    stream.queued -= size
-    if (stream.blocked && stream.queued <= HIGH_WATER && this.#open.has(stream)) {
-      stream.blocked = false
-      stream.source.drain()
-    }
-  }
-
-  #finish (stream: OpenStream): void {
-    this.#write(stream, stream.source.snapshot())
-    this.#end(stream)
-  }
-
-  #end (stream: OpenStream): void {
-    this.#drop(stream)
-    stream.call.end()
-  }
-
-  #drop (stream: OpenStream): void {
-    if (!this.#open.delete(stream)) return
-    stream.release()
-    stream.source.close()
   }
 
   #observe (spec: RpcSpec, code: number, started: number): void {

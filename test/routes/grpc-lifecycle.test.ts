@@ -1,5 +1,6 @@
 import { createServer } from 'node:net'
 import { status as Status } from '@grpc/grpc-js'
+import type { AgentExecutor } from '../../index.js'
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import a2a, { validateConfig, withinCloseBudget } from '../../index.js'
@@ -44,6 +45,24 @@ t.test('a stream whose caller leaves while it is prepared holds no slot: the tas
   t.pass('the one stream slot was given back')
   await unary(v1, 'CancelTask', { id: task.task.id }, bearer)
   t.equal((await again).error, undefined)
+})
+
+t.test('a unary call whose caller leaves while it is prepared sends nothing and holds no answer bytes', async t => {
+  const idp = await stubIdp(t)
+  idp.tokens.set('tok-lifecycle', { active: true, sub: 'lena', scope: 'api:read' })
+  idp.mode('slow')
+  const oauth2 = { introspection_endpoint: idp.endpoint, client_id: 'a2a-server', client_secret: 'idp-client-secret', required_scopes: ['api:read'], timeout: 5 }
+  const { app, url, target } = await listenGrpc(t, { executor, config: { metrics: { enabled: true }, security: { enabled: true, auth: { oauth2 } } } })
+  const { v1 } = grpcClients(t, target)
+  const call = v1.GetExtendedAgentCard({}, metadataOf(bearer), () => {})
+  await until(() => idp.calls() === 1)
+  call.cancel()
+  // The identity provider answers (in 2 s); the method runs and is counted; its answer finds the caller gone.
+  await until(async () => /a2a_rpc_requests_total\{method="GetExtendedAgentCard",code="0"\} 1/.test(await (await fetch(`${url}/metrics`)).text()), 1000)
+  t.equal(app.a2aAnswers.bytes, 0, 'no answer bytes held')
+  t.equal(app.a2aAnswers.waiting, 0)
+  idp.mode('ok')
+  t.equal((await unary(v1, 'GetExtendedAgentCard', {}, bearer)).error, undefined, 'the next call is answered')
 })
 
 t.test('a stream prepared while the server shuts down gets its task as it stands, and ends', async t => {
@@ -119,6 +138,21 @@ t.test('the metrics count gRPC calls under their methods, as over the other bind
   t.match(text, /a2a_rpc_requests_total\{method="SendStreamingMessage",code="0"\} 1/)
 })
 
+t.test('the open-streams gauge (issue 39 row 18) counts gRPC streams beside SSE ones', async t => {
+  const { app, url, target } = await listenGrpc(t, { executor, config: { metrics: { enabled: true } } })
+  const { v1 } = grpcClients(t, target)
+  const gauge = async () => Number(/^a2a_open_streams (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1])
+  t.equal(await gauge(), 0)
+  const followed = streamAll(v1, 'SendStreamingMessage', { message: user('wait') })
+  await until(() => app.a2aGrpc?.binding?.size === 1)
+  t.equal(await gauge(), 1, 'one gRPC stream open')
+  const [task] = (await app.a2aTasks.store.list({ pageSize: 1 })).tasks
+  await unary(v1, 'CancelTask', { id: task.task.id })
+  await followed
+  await until(async () => await gauge() === 0)
+  t.pass('none once it ended')
+})
+
 t.test('shutdown ends a stream of a task running on another instance with its snapshot; the task goes on there', async t => {
   const redis = await privateRedis(t)
   const config = { services: { cache: { type: 'cache', url: redis.url } }, tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' } } as const
@@ -156,6 +190,36 @@ t.test('a host whose pluginTimeout is shorter than server.shutdown_timeout: the 
   t.equal(error, undefined)
   t.equal(messages[messages.length - 1].statusUpdate?.status?.state, 'TASK_STATE_FAILED', 'gRPC: the task failed by the drain')
   t.match(await overHttp, /"state":"failed"/, 'SSE: the same')
+})
+
+t.test('drain (issue 39 row 8): once the close begins, gRPC health says NOT_SERVING and new calls are UNAVAILABLE, as HTTP answers 503, while a call accepted before finishes', async t => {
+  let open!: () => void
+  const gate = new Promise<void>(resolve => { open = resolve })
+  // A task that runs until the test lets it end: accepted before the close, it outlives the close's beginning.
+  const slow: AgentExecutor = async function * () {
+    yield 'working'
+    await gate
+    yield 'done'
+  }
+  const { app, url, target } = await listenGrpc(t, { executor: slow, config: { server: { shutdown_timeout: 10 } } })
+  const { v1, health } = grpcClients(t, target)
+  const check = async () => (await unary(health, 'Check', { service: 'lf.a2a.v1.A2AService' })).value?.status
+  t.equal(await check(), 'SERVING')
+  const accepted = unary(v1, 'SendMessage', { message: user('slow') })
+  await until(() => app.a2aTasks.running === 1)
+  const closing = app.close()
+  t.equal((await fetch(`${url}/health`)).status, 503, 'HTTP answers 503')
+  t.equal(await check(), 'NOT_SERVING', 'gRPC health says NOT_SERVING at once, during the task drain')
+  const refused = await unary(v1, 'GetTask', { id: 'any' })
+  t.equal(refused.error?.code, Status.UNAVAILABLE, 'a call sent after the close began is refused')
+  const stream = await streamAll(v1, 'SendStreamingMessage', { message: user('late') })
+  t.equal(stream.error?.code, Status.UNAVAILABLE, 'so is a stream')
+  t.equal(app.a2aTasks.running, 1, 'no task was started by them')
+  open()
+  const { value, error } = await accepted
+  t.equal(error, undefined)
+  t.equal(value.task.status.state, 'TASK_STATE_COMPLETED', 'the call accepted before the close finishes with its task')
+  await closing
 })
 
 t.test('withinCloseBudget: no bound (pluginTimeout 0) or room enough leaves the configuration as it is', async t => {

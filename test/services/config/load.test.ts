@@ -183,9 +183,11 @@ t.test('semantic checks', async t => {
   })
 
   t.test('protocol.grpc takes CONTRACT.md §13\'s keys; its port is its own, and port 0 needs an advertised URL', async t => {
-    t.same(validateConfig({}).protocol.grpc, { enabled: false, port: 50051, advertised_url: '' })
+    const limits = { max_connections: 1000, handshake_timeout: 20, max_concurrent_streams: 100, max_session_memory: 32, idle_timeout: 300, keepalive_time: 60, keepalive_timeout: 20 }
+    t.same(validateConfig({}).protocol.grpc, { enabled: false, port: 50051, advertised_url: '', ...limits })
     t.same(validateConfig({ protocol: { grpc: { enabled: true, port: 9090, advertised_url: 'grpc://agent.example.com:443' } } }).protocol.grpc,
-      { enabled: true, port: 9090, advertised_url: 'grpc://agent.example.com:443' })
+      { enabled: true, port: 9090, advertised_url: 'grpc://agent.example.com:443', ...limits })
+    t.match(problemsOf(() => validateConfig({ protocol: { grpc: { max_connections: 0 } } })), [/^protocol\.grpc\.max_connections: must be >= 1/])
     t.same(problemsOf(() => validateConfig({ server: { port: 9090 }, protocol: { grpc: { enabled: true, port: 9090 } } })), [
       'protocol.grpc.port: must differ from server.port (the gRPC server has a port of its own)'
     ])
