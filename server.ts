@@ -117,7 +117,6 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
  */
 export async function startServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const app = await createServer(config, opts)
-  if (config.protocol.grpc.enabled) await quietGrpc(app.log)
   const closeBudgetMs = config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS
   const grace = closeWithGrace({ delay: closeBudgetMs }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught exception: the process shuts down, which a test cannot survive to check */
@@ -144,17 +143,4 @@ export async function startServer (config: A2AConfig, opts: ServerOptions = {}):
   }
   app.log.info({ address, agent: config.agent.name, config: opts.configPath ?? 'built-in defaults' }, 'agent serving')
   return app
-}
-
-/**
- * grpc-js writes its errors to stderr itself ("E No address added…" before the bind error it then throws): in the
- * standalone server they go to its log instead, at warn (what it writes at its other levels too, which only its
- * GRPC_VERBOSITY turns on). Set here, not in the plugin: the logger is grpc-js's global, which an embedding app may
- * have set.
- */
-async function quietGrpc (log: FastifyBaseLogger): Promise<void> {
-  const { setLogger } = await import('@grpc/grpc-js')
-  const grpcLog = log.child({ component: 'grpc-js' })
-  const write = (...args: unknown[]): void => { grpcLog.warn(args.map(String).join(' ')) }
-  setLogger({ error: write, info: write, debug: write })
 }
