@@ -17,6 +17,7 @@ import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
+import { ConnectionAdmission } from './admission.js'
 import { streamOf, type SessionWatch } from './flow.js'
 import { GrpcStreams } from './streams.js'
 import { V03_RPCS } from './v03.js'
@@ -81,6 +82,12 @@ export interface GrpcBindingOptions {
 
 const noop = (): void => {}
 
+/**
+ * Unary calls of one connection prepared at once (services/grpc/admission.ts): enough to keep a reading client's
+ * pipeline full, few enough that one connection holds at most four answers' values beside the bytes it has in flight.
+ */
+const PREPARED_PER_CONNECTION = 4
+
 /** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
 const SHUTTING_DOWN = new JsonRpcError(RpcCode.internalError, 'The server is shutting down', 'the server is shutting down', 503)
 
@@ -90,6 +97,7 @@ const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
 export class GrpcBinding {
   readonly #opts: GrpcBindingOptions
   readonly #streams: GrpcStreams
+  readonly #admission = new ConnectionAdmission(PREPARED_PER_CONNECTION)
   /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
   #refusing = false
 
@@ -153,14 +161,22 @@ export class GrpcBinding {
       callback(statusOf(SHUTTING_DOWN, this.#opts.codec))
       return
     }
-    this.#run(call, spec, version, label).then(result => {
-      this.#observe(spec, 0, started)
-      this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result))
-    }, err => {
-      const error = toJsonRpcError(err, this.#opts.log, spec.method)
-      this.#observe(spec, error.code, started)
-      callback(statusOf(error, this.#opts.codec))
-    })
+    const gone = new AbortController()
+    stream.once('close', () => gone.abort())
+    // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
+    this.#admission.enter(stream.session ?? stream, gone.signal).then(leave => {
+      // The client left while the call waited: there is nobody to answer.
+      if (leave === null) return
+      this.#run(call, spec, version, label).then(result => {
+        this.#observe(spec, 0, started)
+        this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result), leave)
+      }, err => {
+        leave()
+        const error = toJsonRpcError(err, this.#opts.log, spec.method)
+        this.#observe(spec, error.code, started)
+        callback(statusOf(error, this.#opts.codec))
+      })
+    }, noop)
   }
 
   /**
@@ -168,12 +184,13 @@ export class GrpcBinding {
    * (the HTTP/2 stream closes, the trailers sent after them). An answer that finds no room waits, holding its value,
    * not its bytes, until room comes or the client goes.
    */
-  #answer (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, type: protobuf.Type, value: unknown): void {
+  #answer (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, type: protobuf.Type, value: unknown, leave: () => void): void {
     const { budget, codec } = this.#opts
-    const connection = stream.session as object
+    const connection = stream.session ?? stream
     const bytes = codec.write(type, value)
     const taken = budget.tryTake(connection, bytes.length)
     if (taken !== null) {
+      leave()
       this.#send(stream, callback, taken, bytes)
       return
     }
@@ -182,8 +199,9 @@ export class GrpcBinding {
     stream.once('close', abort)
     budget.take(connection, bytes.length, gone.signal).then(taken => {
       stream.off('close', abort)
+      leave()
       this.#send(stream, callback, taken, codec.write(type, value))
-    }, noop)
+    }, leave)
   }
 
   #send (stream: ServerHttp2Stream, callback: sendUnaryData<unknown>, taken: Taken, bytes: Buffer): void {

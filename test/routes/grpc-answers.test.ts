@@ -52,15 +52,24 @@ async function largeTask (v1: any, bytes: number): Promise<string> {
   return value.task.id
 }
 
-t.test('one connection sending 120 GetTask calls for a 4 MB task without reading holds at most the budget: the others wait holding no bytes, another client is answered, and closing the connection gives everything back', async t => {
+t.test('one connection sending 120 GetTask calls for a 4 MB task without reading holds at most the budget: four answers are prepared, the others wait before they run, another client is answered, and closing the connection gives everything back', async t => {
   const { app, target } = await listenGrpc(t, { executor: small })
   const { v1 } = grpcClients(t, target)
   const id = await largeTask(v1, 4_000_000)
+  const tasks = app.a2aTasks
+  const get = tasks.get.bind(tasks)
+  let reads = 0
+  tasks.get = async (...args) => { reads++; return await get(...args) }
+  t.teardown(() => { tasks.get = get })
   const session = rawSession(t, target)
   for (let i = 0; i < 120; i++) neverRead(session, 'GetTask', { id })
   const budget = app.a2aAnswers
-  // (protocol.grpc.max_concurrent_streams, 100, lets 100 of them run at once; the client queues the others.)
-  await until(() => budget.waiting === 99, 3000)
+  // (protocol.grpc.max_concurrent_streams, 100, lets 100 of them run at once; the client queues the others.) One
+  // answer is in flight, four are prepared and wait for room; the other 95 wait before they run, holding no task.
+  await until(() => budget.waiting === 4, 3000)
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(budget.waiting, 4, 'no more answers are prepared while the client takes nothing')
+  t.equal(reads, 5, 'the task was read for the answer in flight and the four prepared, not for every call')
   const perConnection = app.a2aConfig.server.max_answer_bytes_per_connection
   t.comment(`held: ${budget.bytes} bytes of answers, ${budget.waiting} answers waiting`)
   t.ok(budget.bytes <= perConnection + 4_100_000, `the connection holds at most its share and one answer (${budget.bytes} bytes)`)
