@@ -44,6 +44,11 @@ export interface TaskEventAnnouncer {
    * they last saw it (see RedisTaskEventBus).
    */
   message (event: TaskEvent, taskJson?: string): string
+  /**
+   * The head of the message announcing the chunk of version `version`, without its task: the kept event's JSON
+   * (`keptBody`) without its opening brace completes it (the store does so in its script).
+   */
+  chunkHead (version: number): string
 }
 
 /**
@@ -126,6 +131,10 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
     const { task, ...rest } = event
     if (taskJson === undefined) return this.#origin + JSON.stringify(rest)
     return `${this.#origin}${JSON.stringify(rest).slice(0, -1)},"task":${taskJson}}`
+  }
+
+  chunkHead (version: number): string {
+    return `${this.#origin}{"version":${version},`
   }
 
   subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription {

@@ -5,7 +5,7 @@ import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
-import { FOLD_MIN_BYTES, assembled, chunkEntry } from './redis-chunks.js'
+import { FOLD_MIN_BYTES, FOLD_RATIO, assembled, isChunk } from './redis-chunks.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -136,17 +136,24 @@ return 1
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
 // ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
 // event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
-// the task's event Stream; each entry's id is its version, its field p the version of the event before), the chunk
-// the write appends ('' for a write of the whole record, in ARGV[2]; KEYS[10], the task's chunks), and how many bytes
-// of chunks are kept at least before the record is written whole again. A terminal write drops the task's lease: its
-// run is over. Replies 0 when the version did not match, 2 when the change went to the outbox, 3 when the chunk is
-// to be written with the whole record instead (nothing written), else 1.
+// the task's event Stream; each entry's id is its version, its field p the version of the event before), '1' when
+// the write is a chunk, appended to KEYS[10] (the task's chunks) as `,{"v":<version>,"u":<update time>,"e":<kept
+// event>}` instead of the record ('' for a write of the whole record, in ARGV[2]), how many bytes of chunks are kept
+// at least before the record is written whole again, and '1' when the message to announce is the head of a chunk's
+// (`TaskEventAnnouncer.chunkHead`), which the kept event JSON completes. The chunk and its message are built here
+// from the kept event, so that the chunk's parts cross the network once. A terminal write drops the task's lease:
+// its run is over. Replies 0 when the version did not match, 2 when the change went to the outbox, 3 when the chunk
+// is to be written with the whole record instead (nothing written), else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
-if ARGV[22] ~= '' and (old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #ARGV[22] >
-    math.max(tonumber(ARGV[23]), redis.call('HSTRLEN', KEYS[1], 'record'))) then
-  return 3
+local chunk = ''
+if ARGV[22] ~= '' then
+  chunk = ',{"v":' .. ARGV[3] .. ',"u":' .. ARGV[12] .. ',"e":' .. ARGV[19] .. '}'
+  if old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #chunk >
+      math.max(tonumber(ARGV[23]), ${FOLD_RATIO} * redis.call('HSTRLEN', KEYS[1], 'record')) then
+    return 3
+  end
 end
 local ev = old[4] or '0'
 if ARGV[19] ~= '' then
@@ -160,7 +167,7 @@ if ARGV[22] == '' then
   redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
   redis.call('DEL', KEYS[10])
 else
-  redis.call('APPEND', KEYS[10], ARGV[22])
+  redis.call('APPEND', KEYS[10], chunk)
   redis.call('HSET', KEYS[1], 'version', ARGV[3], 'ev', ev)
 end
 if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
@@ -180,7 +187,11 @@ if ARGV[10] == '1' then
   redis.call('SREM', KEYS[5], ARGV[9])
   redis.call('ZREM', KEYS[8], ARGV[9])
 end
-if ARGV[17] ~= '' then redis.call('PUBLISH', ARGV[17], ARGV[18]) end
+if ARGV[17] ~= '' then
+  local message = ARGV[18]
+  if ARGV[24] == '1' then message = message .. string.sub(ARGV[19], 2) end
+  redis.call('PUBLISH', ARGV[17], message)
+end
 if ARGV[11] == '1' then
   redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
 elseif old[2] == 'input_required' or old[2] == 'auth_required' then
@@ -335,22 +346,22 @@ export class RedisTaskStore implements TaskStore {
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     // A chunk appended to an artifact of an unfinished task is written alone, not with the whole task (redis-chunks.ts),
     // unless the store answers that it is time to write the whole record again.
-    const chunk = isTerminal(next.task.status.state) ? null : chunkEntry(next, event)
-    let written = chunk === null ? 3 : await this.#replace(next, event, chunk, true)
-    if (written === 3) written = await this.#replace(next, event, null, chunk !== null)
+    const chunked = isChunk(event)
+    let written = !chunked || isTerminal(next.task.status.state) ? 3 : await this.#replace(next, event, true, true)
+    if (written === 3) written = await this.#replace(next, event, false, chunked)
     return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   /**
-   * The replace script: the whole record (`chunk` null), or only `chunk`. The event of a chunk (`chunked`) is announced
+   * The replace script: the whole record, or only the chunk (`alone`). The event of a chunk (`chunked`) is announced
    * without its task, even when the record is written whole: the other instances add the chunk to the task themselves.
    */
-  async #replace (next: StoredTask, event: TaskEvent | undefined, chunk: string | null, chunked: boolean): Promise<0 | 1 | 2 | 3> {
+  async #replace (next: StoredTask, event: TaskEvent | undefined, alone: boolean, chunked: boolean): Promise<0 | 1 | 2 | 3> {
     const { task } = next
     const push = this.#pushPrefix
     const state = task.status.state
     // The task, the bulk of both, is serialized once for the record and the event; not at all for a chunk.
-    const taskJson = chunk === null ? JSON.stringify(task) : undefined
+    const taskJson = alone ? undefined : JSON.stringify(task)
     const announcer = event === undefined ? undefined : this.#announcer
     return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
@@ -361,9 +372,9 @@ export class RedisTaskStore implements TaskStore {
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : announcer.message(event as TaskEvent, chunked ? undefined : taskJson),
+      announcer === undefined ? '' : chunked ? announcer.chunkHead(next.version) : announcer.message(event as TaskEvent, taskJson),
       event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs,
-      chunk ?? '', FOLD_MIN
+      alone ? '1' : '', FOLD_MIN, announcer !== undefined && chunked ? '1' : ''
     ))
   }
 

@@ -93,7 +93,8 @@ t.test('a write given its event publishes it on the task\'s channel from the sam
   const announced: string[] = []
   const announcer = {
     channel: (taskId: string) => `${PREFIX}events:${taskId}`,
-    message: (event: TaskEvent, taskJson: string) => `${event.type}:${event.version}:${taskJson}`
+    message: (event: TaskEvent, taskJson?: string) => `${event.type}:${event.version}:${taskJson}`,
+    chunkHead: (version: number) => `chunk:${version}:`
   }
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, announcer })
   t.equal(store.announces, true)
@@ -404,8 +405,8 @@ t.test('a chunk appended to an artifact is written alone beside the record (issu
   t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks, [r], 'list too')
   t.same((await store.list({ owner: 'alice', pageSize: 10, where: task => task.artifacts[0].parts.length === 4 })).tasks, [r], 'and a filtered list filters the folded task')
 
-  // A chunk that would outweigh the record (and 64 KiB) is written with the whole record, and the chunks go.
-  await append('z'.repeat(70 * 1024))
+  // A chunk that would outweigh three times the record (and 1 MiB) is written with the whole record; the chunks go.
+  await append('z'.repeat(1024 * 1024))
   t.equal(await client.exists(`${PREFIX}c:k`), 0, 'no chunks left')
   t.same(JSON.parse(await client.hget(`${PREFIX}t:k`, 'record') as string), r, 'the record written whole')
   await append('e')
