@@ -419,4 +419,9 @@ t.test('a chunk appended to an artifact is written alone beside the record (issu
   await store.replace(done, { type: 'status', version: done.version, task: done.task, final: true })
   t.equal(await client.exists(`${PREFIX}c:k`), 0, 'a terminal write leaves no chunks')
   t.same(await store.get('k'), done)
+  // A chunk given to a task that has ended is written with the whole record: nothing outlives the task's expiry.
+  const later: StoredTask = { ...done, version: done.version + 1, task: { ...done.task, artifacts: [{ ...done.task.artifacts[0], parts: done.task.artifacts[0].parts.concat([{ kind: 'text', text: 'f' }]) }] } }
+  await store.replace(later, { type: 'artifact', version: later.version, task: later.task, artifact: { artifactId: 'x', parts: [{ kind: 'text', text: 'f' }] }, append: true, lastChunk: true })
+  t.equal(await client.exists(`${PREFIX}c:k`), 0, 'no chunks beside an ended task')
+  t.same(await store.get('k'), later)
 })
