@@ -1,3 +1,4 @@
+import type { ExecutorEvent } from '../agent/executor.js'
 import type { MaybePromise } from '../maybe-promise.js'
 
 /**
@@ -66,4 +67,37 @@ export async function applyAhead<E> (
       else closing?.catch(() => {})
     }
   }
+}
+
+type ArtifactEvent = Extract<ExecutorEvent, { kind: 'artifact' }>
+
+/**
+ * The artifact `event` appends to: for a string, the turn's result artifact (`resultArtifactId`) once it has one; for
+ * an artifact event with `append`, its artifact; else undefined.
+ */
+function appendsTo (event: ExecutorEvent, resultArtifactId: string | undefined): string | undefined {
+  if (typeof event === 'string') return resultArtifactId
+  return event.kind === 'artifact' && event.append === true ? event.artifactId : undefined
+}
+
+/**
+ * An executor's `into` and `next` as one event when both append to one artifact: `into` with the parts of both, and
+ * `next`'s `lastChunk`. Applied, it leaves the task as the two would (a string appends one text part to the turn's
+ * result artifact). Undefined when they do not merge.
+ */
+export function mergedChunks (into: ExecutorEvent, next: ExecutorEvent, resultArtifactId: string | undefined): ExecutorEvent | undefined {
+  const artifactId = appendsTo(into, resultArtifactId)
+  if (artifactId === undefined || appendsTo(next, resultArtifactId) !== artifactId) return undefined
+  const first = asAppend(into, artifactId)
+  const second = asAppend(next, artifactId)
+  const merged = { ...first, parts: first.parts.concat(second.parts) }
+  if (second.lastChunk === undefined) delete merged.lastChunk
+  else merged.lastChunk = second.lastChunk
+  return merged
+}
+
+function asAppend (event: ExecutorEvent, artifactId: string): ArtifactEvent {
+  return typeof event === 'string'
+    ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text: event }] }
+    : event as ArtifactEvent
 }

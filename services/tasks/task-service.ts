@@ -14,7 +14,7 @@ import { contextHistory } from './context-history.js'
 import { RunAbort, TurnContext } from './turn-context.js'
 import { canTransition, isInterrupted, isSettled, isTerminal, isoTime } from './states.js'
 import { valueBytes } from './task-bytes.js'
-import { applyAhead } from './read-ahead.js'
+import { applyAhead, mergedChunks } from './read-ahead.js'
 import type { ReplaceOutcome, StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
 
 export interface TaskServiceOptions {
@@ -759,7 +759,7 @@ export class TaskService {
    * across the network), what the executor yields meanwhile is read ahead, and a run of chunks appended to one
    * artifact is written as one change (one version, one artifact-update carrying all their parts): an executor that
    * streams faster than the store takes writes costs a round trip per batch, not per chunk. (4,000 chunks of 1 KB on
-   * Redis took 5.4 times the memory store's time one write each; see BENCHMARKS.md for the figure batched.)
+   * Redis took 5.4 times the memory store's time at one write each; batched, 2.4 to 3.1 times: BENCHMARKS.md.)
    */
   async #iterate (taskId: string, events: AsyncIterable<ExecutorEvent>, state: TaskState, turn: Turn, run: Run): Promise<TaskState> {
     await applyAhead(events, event => {
@@ -767,7 +767,7 @@ export class TaskService {
       const next = this.#apply(taskId, event, turn)
       if (!(next instanceof Promise)) return isTerminal(state = next)
       return next.then(after => isTerminal(state = after))
-    }, (into, next) => mergedChunks(into, next, turn), READ_AHEAD)
+    }, (into, next) => mergedChunks(into, next, turn.resultArtifactId), READ_AHEAD)
     return state
   }
 
@@ -839,33 +839,6 @@ function historyEntry (message: Message, taskId: string, contextId: string): Mes
   entry.taskId = taskId
   entry.contextId = contextId
   return entry as unknown as Message
-}
-
-/** The artifact `event` appends to: the turn's result artifact for a string once it has one; else undefined. */
-function appendsTo (event: ExecutorEvent, turn: Turn): string | undefined {
-  if (typeof event === 'string') return turn.resultArtifactId
-  return event.kind === 'artifact' && event.append === true ? event.artifactId : undefined
-}
-
-/**
- * `into` and `next` as one event when both append to one artifact: `into` with the parts of both, and `next`'s
- * `lastChunk`. Applied, it leaves the task as the two would (a string appends one text part to the result artifact).
- */
-function mergedChunks (into: ExecutorEvent, next: ExecutorEvent, turn: Turn): ExecutorEvent | undefined {
-  const artifactId = appendsTo(into, turn)
-  if (artifactId === undefined || appendsTo(next, turn) !== artifactId) return undefined
-  const first = asAppend(into, artifactId)
-  const second = asAppend(next, artifactId)
-  const merged = { ...first, parts: first.parts.concat(second.parts) }
-  if (second.lastChunk === undefined) delete merged.lastChunk
-  else merged.lastChunk = second.lastChunk
-  return merged
-}
-
-function asAppend (event: ExecutorEvent, artifactId: string): Extract<ExecutorEvent, { kind: 'artifact' }> {
-  return typeof event === 'string'
-    ? { kind: 'artifact', artifactId, append: true, parts: [{ kind: 'text', text: event }] }
-    : event as Extract<ExecutorEvent, { kind: 'artifact' }>
 }
 
 function addResultText (task: Task, text: string, turn: Turn, slot: ChunkSlot): Task {
