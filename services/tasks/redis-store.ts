@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
 import { FOLD_MIN_BYTES, FOLD_RATIO, assembled, isChunk } from './redis-chunks.js'
@@ -130,7 +130,7 @@ return 1
 `
 
 // KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
-// interrupted set, the context index, the lease set. ARGV: the version it must hold, record JSON, new version,
+// interrupted set, the context index, the lease set. ARGV: the version it must hold, the task JSON, new version,
 // contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps
 // the expiry too), '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
@@ -139,11 +139,12 @@ return 1
 // the task's event Stream; each entry's id is its version, its field p the version of the event before), '1' when
 // the write is a chunk, appended to KEYS[10] (the task's chunks) as `,{"v":<version>,"u":<update time>,"e":<kept
 // event>}` instead of the record ('' for a write of the whole record, in ARGV[2]), how many bytes of chunks are kept
-// at least before the record is written whole again, and '1' when the message to announce is the head of a chunk's
-// (`TaskEventAnnouncer.chunkHead`), which the kept event JSON completes. The chunk and its message are built here
-// from the kept event, so that the chunk's parts cross the network once. A terminal write drops the task's lease:
-// its run is over. Replies 0 when the version did not match, 2 when the change went to the outbox, 3 when the chunk
-// is to be written with the whole record instead (nothing written), else 1.
+// at least before the record is written whole again, '1' when the message to announce is the head of a chunk's
+// (`TaskEventAnnouncer.chunkHead`), which the kept event JSON completes, '2' when it is the head of one with the task
+// (`taskHead`), which the task JSON completes, and what follows the task in the record JSON (`recordTail`). The
+// record, the chunk and the messages are built here, so that the task or the chunk crosses the network once. A
+// terminal write drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change
+// went to the outbox, 3 when the chunk is to be written with the whole record instead (nothing written), else 1.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
@@ -163,8 +164,10 @@ if ARGV[19] ~= '' then
   end
   ev = ARGV[3]
 end
+local record = ''
 if ARGV[22] == '' then
-  redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+  record = '{"task":' .. ARGV[2] .. ARGV[25]
+  redis.call('HSET', KEYS[1], 'record', record, 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
   redis.call('DEL', KEYS[10])
 else
   redis.call('APPEND', KEYS[10], chunk)
@@ -189,7 +192,11 @@ if ARGV[10] == '1' then
 end
 if ARGV[17] ~= '' then
   local message = ARGV[18]
-  if ARGV[24] == '1' then message = message .. string.sub(ARGV[19], 2) end
+  if ARGV[24] == '1' then
+    message = message .. string.sub(ARGV[19], 2)
+  elseif ARGV[24] == '2' then
+    message = message .. ARGV[2] .. '}'
+  end
   redis.call('PUBLISH', ARGV[17], message)
 end
 if ARGV[11] == '1' then
@@ -200,7 +207,7 @@ end
 if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[8])
-  redis.call('HSET', KEYS[4], ARGV[8], ARGV[2])
+  redis.call('HSET', KEYS[4], ARGV[8], record)
   return 2
 end
 return 1
@@ -367,14 +374,14 @@ export class RedisTaskStore implements TaskStore {
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
       this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
       this.#eventsKey(task.id), this.#chunksKey(task.id), String(next.version - 1),
-      taskJson === undefined ? '' : recordJson(next, taskJson), String(next.version), task.contextId, state,
+      taskJson ?? '', String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : chunked ? announcer.chunkHead(next.version) : announcer.message(event as TaskEvent, taskJson),
+      announcer === undefined ? '' : chunked ? announcer.chunkHead(next.version) : announcer.taskHead(event as TaskEvent),
       event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs,
-      alone ? '1' : '', FOLD_MIN, announcer !== undefined && chunked ? '1' : ''
+      alone ? '1' : '', FOLD_MIN, announcer === undefined ? '' : chunked ? '1' : '2', alone ? '' : recordTail(next)
     ))
   }
 

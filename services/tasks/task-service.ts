@@ -759,7 +759,7 @@ export class TaskService {
    * across the network), what the executor yields meanwhile is read ahead, and a run of chunks appended to one
    * artifact is written as one change (one version, one artifact-update carrying all their parts): an executor that
    * streams faster than the store takes writes costs a round trip per batch, not per chunk. (4,000 chunks of 1 KB on
-   * Redis took 5.4 times the memory store's time at one write each; batched, 2.4 to 3.1 times: BENCHMARKS.md.)
+   * Redis took 5.4 times the memory store's time at one write each; batched, 2.2 to 2.8 times: BENCHMARKS.md.)
    */
   async #iterate (taskId: string, events: AsyncIterable<ExecutorEvent>, state: TaskState, turn: Turn, run: Run): Promise<TaskState> {
     await applyAhead(events, event => {

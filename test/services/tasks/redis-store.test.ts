@@ -94,7 +94,8 @@ t.test('a write given its event publishes it on the task\'s channel from the sam
   const announcer = {
     channel: (taskId: string) => `${PREFIX}events:${taskId}`,
     message: (event: TaskEvent, taskJson?: string) => `${event.type}:${event.version}:${taskJson}`,
-    chunkHead: (version: number) => `chunk:${version}:`
+    chunkHead: (version: number) => `chunk:${version}:`,
+    taskHead: (event: TaskEvent) => `${event.type}:${event.version}:`
   }
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, announcer })
   t.equal(store.announces, true)
@@ -112,7 +113,7 @@ t.test('a write given its event publishes it on the task\'s channel from the sam
   t.equal(await store.replace(moved(r1, 'failed'), { type: 'status', version: 2, task: r1.task, final: true }), false, 'a write that lost')
   await client.publish(`${PREFIX}events:a1`, 'end')
   await until(() => announced.includes('end'))
-  t.same(announced, [`status:2:${JSON.stringify(r2.task)}`, 'end'], 'the one write given an event, and that landed')
+  t.same(announced, [`status:2:${JSON.stringify(r2.task)}}`, 'end'], 'the one write given an event, and that landed')
 })
 
 t.test('a terminal write sets the expiry to the TTL and renews it; a later write keeps it', async t => {
