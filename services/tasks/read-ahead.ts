@@ -6,14 +6,16 @@ import type { MaybePromise } from '../maybe-promise.js'
  * apply is in flight (it answered a promise: a write to a store across the network), the events the iterable yields
  * meanwhile are taken, up to `max` of them; then `merge` may fold each of them into the event before it (undefined:
  * they stay apart), so that one apply writes a run of them. An iterable slower than the applies is never read ahead
- * of them. Stopping (or a throwing apply) returns the iterator, as `for await` does, without waiting for it when it is
- * still working on an event read ahead.
+ * of them, and nothing is read past an event that `readsPast` refuses (one that may end the run: the iterable is not
+ * run beyond it until it is applied). Stopping (or a throwing apply) returns the iterator, as `for await` does,
+ * without waiting for it when it is still working on an event read ahead.
  */
 export async function applyAhead<E> (
   events: AsyncIterable<E>,
   apply: (event: E) => MaybePromise<boolean>,
   merge: (into: E, next: E) => E | undefined,
-  max: number
+  max: number,
+  readsPast: (event: E) => boolean = () => true
 ): Promise<void> {
   const it = events[Symbol.asyncIterator]()
   const ahead: Array<IteratorResult<E> | { error: unknown }> = []
@@ -50,7 +52,7 @@ export async function applyAhead<E> (
         const done = applied.finally(() => { settled = true })
         // (`settled` and `ended` change while the race is awaited.)
         for (;;) {
-          if (settled || ended || ahead.length >= max) break
+          if (settled || ended || ahead.length >= max || !readsPast(event)) break
           await Promise.race([done, pull()])
         }
         stop = await done

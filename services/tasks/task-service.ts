@@ -767,7 +767,9 @@ export class TaskService {
       const next = this.#apply(taskId, event, turn)
       if (!(next instanceof Promise)) return isTerminal(state = next)
       return next.then(after => isTerminal(state = after))
-    }, (into, next) => mergedChunks(into, next, turn.resultArtifactId), READ_AHEAD)
+    }, (into, next) => mergedChunks(into, next, turn.resultArtifactId), READ_AHEAD,
+    // A status may end the task: the executor does not run past it before it is written.
+    event => typeof event === 'string' || event.kind !== 'status')
     return state
   }
 

@@ -65,6 +65,18 @@ t.test('what cannot be merged is applied apart, and at most max events are read 
   t.same(applied, [1, 100, 1, 100, 1, 100], 'an event the merge refuses goes on its own')
 })
 
+t.test('nothing is read past an event that readsPast refuses while it is applied', async t => {
+  const log: string[] = []
+  const apply = async (n: number) => {
+    log.push(`apply ${n}`)
+    const stop = await later(n === 1)
+    log.push(`applied ${n}`)
+    return stop
+  }
+  await applyAhead(numbers(3, log), apply, () => undefined, 100, n => n !== 1)
+  t.same(log, ['yield 1', 'apply 1', 'applied 1', 'closed'], 'the iterable did not run past the event that ended it')
+})
+
 t.test('stopping returns the iterator; one still working on an event read ahead is not waited for', async t => {
   const log: string[] = []
   await applyAhead(numbers(10, log), n => n === 2, sum, 100)
