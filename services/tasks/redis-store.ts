@@ -69,7 +69,7 @@ const INTERRUPTED_RECLAIM_MS = 60_000
  *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
  *                    it expires `replay.ttlSeconds` after the task ends.
  *   c:<taskId>       string: the artifact chunks appended since `record` was last written whole (redis-chunks.ts),
- *                    each `,<chunk JSON>`; a read folds them into the record. Only an unfinished task has any: a
+ *                    each `,{"v":<version>,"u":<update time>,"e":<kept event>}`; a read folds them into the record. Only an unfinished task has any: a
  *                    write of the whole record (every write but a chunk, hence every terminal one) deletes it.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
