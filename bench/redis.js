@@ -24,6 +24,16 @@ export async function commandStats (url) {
   }
 }
 
+/** The bytes Redis has received from its clients so far (`INFO stats` `total_net_input_bytes`). */
+export async function netInputBytes (url) {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, enableReadyCheck: false })
+  try {
+    return Number(/^total_net_input_bytes:(\d+)/m.exec(await client.info('stats'))?.[1])
+  } finally {
+    client.disconnect()
+  }
+}
+
 /** What the bench's own reading connection sends: not the server's work. */
 const OWN = /^(info|client\|.*|hello)$/
 

@@ -54,6 +54,10 @@ function checks (r) {
     const v = ratio(rps('ours-key', 'send'), rps('ours', 'send'))
     add('message/send with an API key vs without security', `${v}×`, '≥ 0.9×', v >= 0.9)
   }
+  if (r.chunks !== undefined) {
+    const v = ratio(r.chunks.redis.ms, r.chunks.memory.ms)
+    add(`${r.chunks.chunks.toLocaleString('en')} streamed chunks on Redis vs memory`, `${v}×`, '≤ 3×', v <= 3)
+  }
   // Server CPU µs per request of one load against another, same process, same run: A2A v1.0 against v0.3 (CONTRACT.md
   // §11), HTTP+JSON against JSON-RPC v1.0 (§12), gRPC against JSON-RPC v1.0 (§13).
   const versus = [
@@ -197,8 +201,22 @@ export function markdown (r) {
     }
     lines.push(...scale(r))
   }
-  lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
-  for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)
+  const c = r.chunks
+  if (c !== undefined) {
+    lines.push('### Streamed chunks: one message/send answered with ' +
+      `${c.chunks.toLocaleString('en')} artifact chunks of ${c.chunkBytes} B`, '',
+      `The median of ${c.answers} answers after one warm-up (\`bench/chunky-agent.js\`, a blocking message/send, from the ` +
+      'request to the whole answer); Redis: bytes it received per answer (INFO stats `total_net_input_bytes`).', '',
+      '| tasks in | ms per answer | vs memory | bytes to Redis per answer |', '| --- | ---: | ---: | ---: |',
+      `| memory | ${c.memory.ms} | 1× | – |`,
+      `| Redis (kvcache) | ${c.redis.ms} | ${ratio(c.redis.ms, c.memory.ms)}× | ${(c.redis.bytesPerAnswer / 2 ** 20).toFixed(1)} MiB ` +
+      `(${ratio(c.redis.bytesPerAnswer, c.chunks * c.chunkBytes)}× the chunks) |`, '')
+  }
+  // (A run of the `chunks` case alone has no server of its own to show.)
+  if (Object.keys(r.targets).length > 0) {
+    lines.push('### Memory', '', `| server | RSS after start MB | RSS after the runs MB | RSS ${r.settings.idle} s later MB |`, '| --- | ---: | ---: | ---: |')
+    for (const t of Object.values(r.targets)) lines.push(`| ${t.label} | ${t.rssStart} | ${t.rssAfter} | ${t.rssIdle} |`)
+  }
   if (r.memory !== undefined) {
     lines.push('', `fastify-a2a, security off, after ${r.memory.tasks.toLocaleString('en')} more tasks through message/send ` +
       `(${r.memory.rps} tasks/s): **${r.memory.rss} MB** RSS (\`tasks.max_tasks\` 10,000 bounds the memory store).`)

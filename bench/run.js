@@ -7,7 +7,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
+// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,chunks), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
 // --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { freePort, rssMb, start, watch } from './proc.js'
 import { gotLoad, grpcLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
-import { commandStats, monitorCommands, startRedis, statsDelta } from './redis.js'
+import { commandStats, monitorCommands, netInputBytes, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
 
 const { values } = parseArgs({
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2' },
+    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,chunks' },
     redis: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
@@ -44,7 +44,10 @@ const settings = {
   tasks: Number(values.tasks ?? (quick ? 2_000 : 100_000)),
   idle: Number(values.idle ?? (quick ? 1 : 30)),
   /** message/send requests over which Redis commands and Redis CPU are counted. */
-  redisSends: quick ? 200 : 5_000
+  redisSends: quick ? 200 : 5_000,
+  /** The `chunks` case: 1 KB artifact chunks per answer, and answers timed on each store (the median shown). */
+  chunks: quick ? 500 : 4_000,
+  chunkAnswers: quick ? 1 : 5
 }
 const out = values.out ?? (quick ? undefined : fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url)))
 const here = path => fileURLToPath(new URL(path, import.meta.url))
@@ -54,9 +57,11 @@ const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured, redisUrl, replay = true, grpcPort) => {
-  const file = join(dir, redisUrl !== undefined ? 'redis.yml' : secured ? 'secured.yml' : replay ? 'open.yml' : 'no-replay.yml')
+const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor) => {
+  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}.yml`)
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
+  // The agent of the `chunks` case.
+  if (executor !== undefined) lines.splice(2, 0, `  executor: ${executor}`)
   // The gRPC binding beside HTTP, for its loads.
   if (grpcPort !== undefined) lines.push('protocol:', '  grpc:', '    enabled: true', `    port: ${grpcPort}`, `    advertised_url: 127.0.0.1:${grpcPort}`)
   // No events kept for streams that resume: what keeping them costs, by comparison.
@@ -78,6 +83,9 @@ const ourConfig = (secured, redisUrl, replay = true, grpcPort) => {
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
 const ours = (secured, replay) => (port, redisUrl, grpcPort) =>
   [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort), '--host', '127.0.0.1', '--port', String(port)]
+/** The `chunks` case's server: the chunky agent, tasks in memory or (`redisUrl`) in Redis. */
+const chunkServer = (port, redisUrl) =>
+  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(false, redisUrl, true, undefined, here('./chunky-agent.js')), '--host', '127.0.0.1', '--port', String(port)]
 const TARGETS = {
   bare: { label: 'bare Fastify (canned Task)', args: port => [here('./bare.js'), String(port)], loads: ['send'] },
   // A reference, not a target: what the least an A2A message/send can do costs on the same stack.
@@ -253,6 +261,48 @@ async function redisCost (url, redis, opts) {
   }
 }
 
+/**
+ * The `chunks` case (issue 39 row 7): one message/send answered with `settings.chunks` artifact chunks of 1 KB
+ * (bench/chunky-agent.js), timed from the request to the answer, on the memory store and on Redis (a throwaway
+ * redis-server unless --redis), one server at a time: the median of `chunkAnswers` answers after one warm-up, and
+ * for Redis the bytes it received per answer (INFO stats `total_net_input_bytes`).
+ */
+async function chunksCase () {
+  const out = { chunks: settings.chunks, chunkBytes: 1024, answers: settings.chunkAnswers }
+  const env = { LOG_LEVEL: 'warn', A2A_CONFIG: '', A2A_BENCH_CHUNKS: String(settings.chunks) }
+  const body = rpcBody('message/send')
+  const answer = async url => {
+    const t0 = process.hrtime.bigint()
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    const state = (await res.json()).result?.status?.state
+    if (state !== 'completed') throw new Error(`chunks: the answer ended ${state}`)
+    return Number(process.hrtime.bigint() - t0) / 1e6
+  }
+  for (const store of ['memory', 'redis']) {
+    log(`chunks ${store}: ${settings.chunkAnswers} answers of ${settings.chunks} chunks`)
+    const redis = store === 'memory' ? undefined : values.redis !== undefined ? { url: values.redis, stop: async () => {} } : await startRedis()
+    const port = await freePort()
+    let server
+    try {
+      server = await start(chunkServer(port, redis?.url), port, readyWith({}), env)
+      const inBefore = redis === undefined ? 0 : await netInputBytes(redis.url)
+      await answer(server.url)
+      const ms = []
+      for (let i = 0; i < settings.chunkAnswers; i++) ms.push(await answer(server.url))
+      ms.sort((a, b) => a - b)
+      out[store] = { ms: Math.round(ms[Math.floor((ms.length - 1) / 2)]) }
+      if (redis !== undefined) {
+        // The warm-up's answer and the timed ones (the ready check's came before): each sends Redis the same.
+        out[store].bytesPerAnswer = Math.round((await netInputBytes(redis.url) - inBefore) / (settings.chunkAnswers + 1))
+      }
+    } finally {
+      await server?.stop()
+      await redis?.stop()
+    }
+  }
+  return out
+}
+
 async function main () {
   const started = Date.now()
   const hook = await receiver()
@@ -266,7 +316,11 @@ async function main () {
   }
   try {
     for (const id of values.only.split(',')) {
-      if (TARGETS[id] === undefined) throw new Error(`unknown target ${id}; known: ${Object.keys(TARGETS).join(', ')}`)
+      if (id === 'chunks') {
+        results.chunks = await chunksCase()
+        continue
+      }
+      if (TARGETS[id] === undefined) throw new Error(`unknown target ${id}; known: ${Object.keys(TARGETS).join(', ')}, chunks`)
       const { row, memory } = await runTarget(id, hook)
       results.targets[id] = row
       if (memory !== undefined) results.memory = memory

@@ -26,6 +26,8 @@ t.test('the quickest bench run writes a results file and a report with every fig
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
+  // The chunks case: one answer of 500 chunks of 1 KB on each store, and what it sent Redis.
+  t.match(results.chunks, { chunks: 500, chunkBytes: 1024, answers: 1, memory: { ms: Number }, redis: { ms: Number, bytesPerAnswer: Number } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
   t.match(results.targets['bare-grpc'], { 'send-grpc': figures }, 'bare grpc-js')
   t.equal(results.targets['bare-grpc']['send-grpc'].errors, 0, 'bare grpc-js errors')
@@ -67,7 +69,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Streamed chunks', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
@@ -76,8 +78,9 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /\| message\/stream CPU per stream, events kept vs not \| [\d.]+× \| ≤ 1\.1× \|/)
   t.match(report, /\| gRPC SendMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
   t.match(report, /\| gRPC SendStreamingMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
-  // Twenty-two targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 22)
+  t.match(report, /\| 500 streamed chunks on Redis vs memory \| [\d.]+× \| ≤ 3× \|/)
+  // Twenty-three targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 23)
 })
 
 t.test('--node-options reaches our server and no other', async t => {

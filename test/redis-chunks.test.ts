@@ -78,7 +78,9 @@ t.test('4,000 streamed chunks of 1 KB on Redis: each costs Redis about its size;
   t.equal(done.body.result.status.state, 'completed')
   t.equal(artifactText(done.body.result.artifacts[0]), text(0, CHUNKS), 'tasks/get after the end: the whole text')
   const bytes = await netInput(redis.url) - before
-  t.ok(bytes < 10 * CHUNKS * CHUNK_BYTES, `Redis received ${(bytes / 2 ** 20).toFixed(1)} MiB for ${CHUNKS * CHUNK_BYTES / 2 ** 20} MiB of chunks (under 10x)`)
+  // About 2.4x here (BENCHMARKS.md); up to about 4x where Redis answers too fast for any chunks to be batched. Every
+  // chunk rewriting the task, as before, sent about 4,000x.
+  t.ok(bytes < 8 * CHUNKS * CHUNK_BYTES, `Redis received ${(bytes / 2 ** 20).toFixed(1)} MiB for ${CHUNKS * CHUNK_BYTES / 2 ** 20} MiB of chunks (under 8x)`)
 
   // A resume from the middle of the live stream replays the chunks after it, exactly.
   const at = live.events.findIndex((e, i) => i > 0 && e.result.kind === 'artifact-update' && i >= live.events.length / 2)

@@ -44,6 +44,13 @@ export interface TaskEventAnnouncer {
    * they last saw it (see RedisTaskEventBus).
    */
   message (event: TaskEvent, taskJson?: string): string
+  /**
+   * The head of the message announcing the chunk of version `version`, without its task: the kept event's JSON
+   * (`keptBody`) without its opening brace completes it (the store does so in its script).
+   */
+  chunkHead (version: number): string
+  /** The head of `message(event, taskJson)`, which `taskJson` and a closing brace complete (the store's script does). */
+  taskHead (event: TaskEvent): string
 }
 
 /**
@@ -123,9 +130,20 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   }
 
   message (event: TaskEvent, taskJson?: string): string {
+    if (taskJson === undefined) {
+      const { task, ...rest } = event
+      return this.#origin + JSON.stringify(rest)
+    }
+    return `${this.taskHead(event)}${taskJson}}`
+  }
+
+  taskHead (event: TaskEvent): string {
     const { task, ...rest } = event
-    if (taskJson === undefined) return this.#origin + JSON.stringify(rest)
-    return `${this.#origin}${JSON.stringify(rest).slice(0, -1)},"task":${taskJson}}`
+    return `${this.#origin}${JSON.stringify(rest).slice(0, -1)},"task":`
+  }
+
+  chunkHead (version: number): string {
+    return `${this.#origin}{"version":${version},`
   }
 
   subscribe (taskId: string, listener: TaskEventListener, opts?: { local?: boolean }): Subscription {

@@ -2,10 +2,10 @@ import type { Redis } from 'ioredis'
 import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { keptBody, recordJson, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
-import { FOLD_MIN_BYTES, assembled, chunkEntry } from './redis-chunks.js'
+import { FOLD_MIN_BYTES, FOLD_RATIO, assembled, isChunk } from './redis-chunks.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -78,7 +78,7 @@ const PRUNE_ROUNDS = 50
  *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
  *                    it expires `replay.ttlSeconds` after the task ends.
  *   c:<taskId>       string: the artifact chunks appended since `record` was last written whole (redis-chunks.ts),
- *                    each `,<chunk JSON>`; a read folds them into the record. Only an unfinished task has any: a
+ *                    each `,{"v":<version>,"u":<update time>,"e":<kept event>}`; a read folds them into the record. Only an unfinished task has any: a
  *                    write of the whole record (every write but a chunk, hence every terminal one) deletes it.
  *   seq              counter, INCR'd by every insert: the creation order, with no ties.
  *   owner:<owner>    sorted set, one per owner, of that owner's tasks scored by their seq.
@@ -145,24 +145,32 @@ return 1
 `
 
 // KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
-// interrupted set, the context index, the lease set. ARGV: the version it must hold, record JSON, new version,
+// interrupted set, the context index, the lease set. ARGV: the version it must hold, the task JSON, new version,
 // contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps
 // the expiry too), '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it
 // is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
 // ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
 // event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
-// the task's event Stream; each entry's id is its version, its field p the version of the event before), the expiring
-// set (a write that sets the TTL scores the task there by its new expiry), the chunk the write appends ('' for a write
-// of the whole record, in ARGV[2]; KEYS[10], the task's chunks), and how many bytes of chunks are kept at least before
-// the record is written whole again. A terminal write drops the task's lease: its run is over. Replies 0 when the
-// version did not match, 2 when the change went to the outbox, 3 when the chunk is to be written with the whole record
-// instead (nothing written), else 1.
+// the task's event Stream; each entry's id is its version, its field p the version of the event before), '1' when
+// the write is a chunk, appended to KEYS[10] (the task's chunks) as `,{"v":<version>,"u":<update time>,"e":<kept
+// event>}` instead of the record ('' for a write of the whole record, in ARGV[2]), how many bytes of chunks are kept
+// at least before the record is written whole again, '1' when the message to announce is the head of a chunk's
+// (`TaskEventAnnouncer.chunkHead`), which the kept event JSON completes, '2' when it is the head of one with the task
+// (`taskHead`), which the task JSON completes, and what follows the task in the record JSON (`recordTail`). The
+// record, the chunk and the messages are built here, so that the task or the chunk crosses the network once. A
+// terminal write drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change
+// went to the outbox, 3 when the chunk is to be written with the whole record instead (nothing written), else 1. Last,
+// the expiring set: a write that sets the TTL scores the task there by its new expiry.
 const REPLACE_LUA = `
 local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
 if old[1] ~= ARGV[1] then return 0 end
-if ARGV[23] ~= '' and (old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #ARGV[23] >
-    math.max(tonumber(ARGV[24]), redis.call('HSTRLEN', KEYS[1], 'record'))) then
-  return 3
+local chunk = ''
+if ARGV[22] ~= '' then
+  chunk = ',{"v":' .. ARGV[3] .. ',"u":' .. ARGV[12] .. ',"e":' .. ARGV[19] .. '}'
+  if old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #chunk >
+      math.max(tonumber(ARGV[23]), ${FOLD_RATIO} * redis.call('HSTRLEN', KEYS[1], 'record')) then
+    return 3
+  end
 end
 local ev = old[4] or '0'
 if ARGV[19] ~= '' then
@@ -172,17 +180,19 @@ if ARGV[19] ~= '' then
   end
   ev = ARGV[3]
 end
-if ARGV[23] == '' then
-  redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
+local record = ''
+if ARGV[22] == '' then
+  record = '{"task":' .. ARGV[2] .. ARGV[25]
+  redis.call('HSET', KEYS[1], 'record', record, 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
   redis.call('DEL', KEYS[10])
 else
-  redis.call('APPEND', KEYS[10], ARGV[23])
+  redis.call('APPEND', KEYS[10], chunk)
   redis.call('HSET', KEYS[1], 'version', ARGV[3], 'ev', ev)
 end
 if ARGV[6] ~= '' then
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
   local t = redis.call('TIME')
-  redis.call('ZADD', ARGV[22], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[4] .. ':' .. ARGV[4] .. ARGV[14])
+  redis.call('ZADD', ARGV[26], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[4] .. ':' .. ARGV[4] .. ARGV[14])
 end
 redis.call('PEXPIRE', KEYS[7], ARGV[15])
 if old[2] ~= ARGV[5] and old[3] then
@@ -200,7 +210,15 @@ if ARGV[10] == '1' then
   redis.call('SREM', KEYS[5], ARGV[9])
   redis.call('ZREM', KEYS[8], ARGV[9])
 end
-if ARGV[17] ~= '' then redis.call('PUBLISH', ARGV[17], ARGV[18]) end
+if ARGV[17] ~= '' then
+  local message = ARGV[18]
+  if ARGV[24] == '1' then
+    message = message .. string.sub(ARGV[19], 2)
+  elseif ARGV[24] == '2' then
+    message = message .. ARGV[2] .. '}'
+  end
+  redis.call('PUBLISH', ARGV[17], message)
+end
 if ARGV[11] == '1' then
   redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
 elseif old[2] == 'input_required' or old[2] == 'auth_required' then
@@ -209,7 +227,7 @@ end
 if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[8])
-  redis.call('HSET', KEYS[4], ARGV[8], ARGV[2])
+  redis.call('HSET', KEYS[4], ARGV[8], record)
   return 2
 end
 return 1
@@ -395,35 +413,36 @@ export class RedisTaskStore implements TaskStore {
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     // A chunk appended to an artifact of an unfinished task is written alone, not with the whole task (redis-chunks.ts),
     // unless the store answers that it is time to write the whole record again.
-    const chunk = isTerminal(next.task.status.state) ? null : chunkEntry(next, event)
-    let written = chunk === null ? 3 : await this.#replace(next, event, chunk, true)
-    if (written === 3) written = await this.#replace(next, event, null, chunk !== null)
+    const chunked = isChunk(event)
+    let written = !chunked || isTerminal(next.task.status.state) ? 3 : await this.#replace(next, event, true, true)
+    if (written === 3) written = await this.#replace(next, event, false, chunked)
     return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   /**
-   * The replace script: the whole record (`chunk` null), or only `chunk`. The event of a chunk (`chunked`) is announced
+   * The replace script: the whole record, or only the chunk (`alone`). The event of a chunk (`chunked`) is announced
    * without its task, even when the record is written whole: the other instances add the chunk to the task themselves.
    */
-  async #replace (next: StoredTask, event: TaskEvent | undefined, chunk: string | null, chunked: boolean): Promise<0 | 1 | 2 | 3> {
+  async #replace (next: StoredTask, event: TaskEvent | undefined, alone: boolean, chunked: boolean): Promise<0 | 1 | 2 | 3> {
     const { task } = next
     const push = this.#pushPrefix
     const state = task.status.state
     // The task, the bulk of both, is serialized once for the record and the event; not at all for a chunk.
-    const taskJson = chunk === null ? JSON.stringify(task) : undefined
+    const taskJson = alone ? undefined : JSON.stringify(task)
     const announcer = event === undefined ? undefined : this.#announcer
     return await this.#call(() => this.#commands.a2aTaskReplace(
       this.#taskKey(task.id), push === undefined ? this.#outbox.queue : push + task.id, this.#outbox.queue, this.#outbox.bodies,
       this.#liveKey(next.owner), this.#interrupted, this.#contextKey(next.owner, task.contextId), `${this.#prefix}leases`,
       this.#eventsKey(task.id), this.#chunksKey(task.id), String(next.version - 1),
-      taskJson === undefined ? '' : recordJson(next, taskJson), String(next.version), task.contextId, state,
+      taskJson ?? '', String(next.version), task.contextId, state,
       this.#expiry(next), push === undefined ? '0' : '1', outboxMember(task.id, next.version), task.id,
       isTerminal(state) ? '1' : '0', isInterrupted(state) ? '1' : '0', String(next.updatedAt),
       this.#stateKeys(next.owner), `${next.owner.length}:${next.owner}${task.id}`, this.#indexTtlMs, `${this.#prefix}t:`,
       announcer === undefined ? '' : announcer.channel(task.id),
-      announcer === undefined ? '' : announcer.message(event as TaskEvent, chunked ? undefined : taskJson),
-      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs, this.#expiring,
-      chunk ?? '', FOLD_MIN
+      announcer === undefined ? '' : chunked ? announcer.chunkHead(next.version) : announcer.taskHead(event as TaskEvent),
+      event === undefined ? '' : JSON.stringify(keptBody(event)), this.#maxEvents, this.#replayTtlMs,
+      alone ? '1' : '', FOLD_MIN, announcer === undefined ? '' : chunked ? '1' : '2', alone ? '' : recordTail(next),
+      this.#expiring
     ))
   }
 

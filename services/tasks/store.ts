@@ -148,10 +148,11 @@ export interface TaskStore {
 export type ReplaceOutcome = boolean | 'outbox'
 
 /**
- * `JSON.stringify(record)` for a record whose task is already serialized as `taskJson`: the same bytes, with the task
- * (the bulk of it) serialized once for both the stored record and the event that announces the write. Records are
- * built with their keys in this order (`TaskService`, and JSON.parse keeps it).
+ * What follows the task in `JSON.stringify(record)`: `{"task":`, the task's JSON, then this is the same bytes, with
+ * the task (the bulk of it) serialized once for both the stored record and the event that announces the write (the
+ * Redis store's script puts them together). Records are built with their keys in this order (`TaskService`, and
+ * JSON.parse keeps it).
  */
-export function recordJson (record: StoredTask, taskJson: string): string {
-  return `{"task":${taskJson},"owner":${JSON.stringify(record.owner)},"version":${record.version},"createdAt":${record.createdAt},"updatedAt":${record.updatedAt}}`
+export function recordTail (record: StoredTask): string {
+  return `,"owner":${JSON.stringify(record.owner)},"version":${record.version},"createdAt":${record.createdAt},"updatedAt":${record.updatedAt}}`
 }

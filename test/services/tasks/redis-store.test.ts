@@ -94,7 +94,9 @@ t.test('a write given its event publishes it on the task\'s channel from the sam
   const announced: string[] = []
   const announcer = {
     channel: (taskId: string) => `${PREFIX}events:${taskId}`,
-    message: (event: TaskEvent, taskJson: string) => `${event.type}:${event.version}:${taskJson}`
+    message: (event: TaskEvent, taskJson?: string) => `${event.type}:${event.version}:${taskJson}`,
+    chunkHead: (version: number) => `chunk:${version}:`,
+    taskHead: (event: TaskEvent) => `${event.type}:${event.version}:`
   }
   const store = new RedisTaskStore(client, { keyPrefix: PREFIX, ttlSeconds: 60, announcer })
   t.equal(store.announces, true)
@@ -112,7 +114,7 @@ t.test('a write given its event publishes it on the task\'s channel from the sam
   t.equal(await store.replace(moved(r1, 'failed'), { type: 'status', version: 2, task: r1.task, final: true }), false, 'a write that lost')
   await client.publish(`${PREFIX}events:a1`, 'end')
   await until(() => announced.includes('end'))
-  t.same(announced, [`status:2:${JSON.stringify(r2.task)}`, 'end'], 'the one write given an event, and that landed')
+  t.same(announced, [`status:2:${JSON.stringify(r2.task)}}`, 'end'], 'the one write given an event, and that landed')
 })
 
 t.test('a terminal write sets the expiry to the TTL and renews it; a later write keeps it', async t => {
@@ -458,8 +460,8 @@ t.test('a chunk appended to an artifact is written alone beside the record (issu
   t.same((await store.list({ owner: 'alice', pageSize: 10 })).tasks, [r], 'list too')
   t.same((await store.list({ owner: 'alice', pageSize: 10, where: task => task.artifacts[0].parts.length === 4 })).tasks, [r], 'and a filtered list filters the folded task')
 
-  // A chunk that would outweigh the record (and 64 KiB) is written with the whole record, and the chunks go.
-  await append('z'.repeat(70 * 1024))
+  // A chunk that would outweigh three times the record (and 1 MiB) is written with the whole record; the chunks go.
+  await append('z'.repeat(1024 * 1024))
   t.equal(await client.exists(`${PREFIX}c:k`), 0, 'no chunks left')
   t.same(JSON.parse(await client.hget(`${PREFIX}t:k`, 'record') as string), r, 'the record written whole')
   await append('e')
@@ -472,4 +474,9 @@ t.test('a chunk appended to an artifact is written alone beside the record (issu
   await store.replace(done, { type: 'status', version: done.version, task: done.task, final: true })
   t.equal(await client.exists(`${PREFIX}c:k`), 0, 'a terminal write leaves no chunks')
   t.same(await store.get('k'), done)
+  // A chunk given to a task that has ended is written with the whole record: nothing outlives the task's expiry.
+  const later: StoredTask = { ...done, version: done.version + 1, task: { ...done.task, artifacts: [{ ...done.task.artifacts[0], parts: done.task.artifacts[0].parts.concat([{ kind: 'text', text: 'f' }]) }] } }
+  await store.replace(later, { type: 'artifact', version: later.version, task: later.task, artifact: { artifactId: 'x', parts: [{ kind: 'text', text: 'f' }] }, append: true, lastChunk: true })
+  t.equal(await client.exists(`${PREFIX}c:k`), 0, 'no chunks beside an ended task')
+  t.same(await store.get('k'), later)
 })
