@@ -5,7 +5,10 @@ import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
-import { FOLD_MIN_BYTES, FOLD_RATIO, assembled, isChunk } from './redis-chunks.js'
+import { FOLD_MIN_BYTES, assembled, isChunk } from './redis-chunks.js'
+import {
+  CLAIM_INTERRUPTED_LUA, GET_LUA, INSERT_LUA, LIST_LUA, PRUNE_LUA, REPLACE_LUA, type TaskCommands
+} from './redis-scripts.js'
 
 export interface RedisTaskStoreOptions {
   /** `tasks.key_prefix`, e.g. `a2a:task:`; every key of this store starts with it. */
@@ -51,11 +54,6 @@ export interface RedisTaskStoreOptions {
 
 const DEFAULT_LIST_BATCH = 100
 const FOLD_MIN = String(FOLD_MIN_BYTES)
-/**
- * A Stream trimmed with `MAXLEN ~` drops whole nodes only (`stream-node-max-entries`, 100 entries by default): below
- * that many kept events it would keep up to 100 whatever the limit, so such a limit is kept exactly (`MAXLEN =`).
- */
-const EXACT_TRIM_BELOW = 100
 /** Most interrupted tasks one claim hands out; the next round takes the rest. */
 const CLAIM_BATCH = 100
 /** A claimed interrupted task that is still interrupted this much later is handed out again. */
@@ -75,7 +73,7 @@ const PRUNE_ROUNDS = 50
  *                    `ev`: the version of the task's last event (0 before the first).
  *   e:<taskId>       Stream of the task's events, kept for streams that resume: entry id `<version>-1`, fields `p`
  *                    (the version of the event before) and `e` (the kept event JSON), about `replay.maxEvents` long
- *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW). Written by the same scripts as the task;
+ *                    (MAXLEN ~; exactly that long below EXACT_TRIM_BELOW, redis-scripts.ts). Written by the same scripts as the task;
  *                    it expires `replay.ttlSeconds` after the task ends.
  *   c:<taskId>       string: the artifact chunks appended since `record` was last written whole (redis-chunks.ts),
  *                    each `,{"v":<version>,"u":<update time>,"e":<kept event>}`; a read folds them into the record. Only an unfinished task has any: a
@@ -106,224 +104,6 @@ const PRUNE_ROUNDS = 50
  * under the same prefix. The scripts build task and owner keys from the prefix, so on a Redis Cluster every key
  * must hash to one slot: give the prefix a hash tag, e.g. `{a2a}:task:`.
  */
-
-// KEYS: the task hash, the seq counter, the owner index, the expiring set, the lease set, the owner's live set, the
-// context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
-// none), lease ttl ms ('' for no lease; a terminal task takes none), task id, the most live tasks of one owner ('' for no limit), '1' when the
-// task is terminal, the context index's PEXPIRE ms, the events kept at most ('0': none), their PEXPIRE ms once the
-// task is terminal, then for each event of the task's first turn its version and kept JSON (KEYS[9], the task's
-// event Stream). Replies 1, 0 when the id is taken, -1 when the owner holds its most live tasks.
-const INSERT_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if ARGV[10] ~= '1' then
-  if ARGV[9] ~= '' and redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[9]) then return -1 end
-  redis.call('SADD', KEYS[6], ARGV[8])
-end
-local seq = redis.call('INCR', KEYS[2])
-local last = '0'
-local trim = tonumber(ARGV[12]) < ${EXACT_TRIM_BELOW} and '=' or '~'
-for i = 14, #ARGV, 2 do
-  if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', trim, ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
-  last = ARGV[i]
-end
-if last ~= '0' and ARGV[10] == '1' and ARGV[12] ~= '0' then redis.call('PEXPIRE', KEYS[9], ARGV[13]) end
-redis.call('HSET', KEYS[1], 'record', ARGV[1], 'version', ARGV[2], 'contextId', ARGV[3], 'state', ARGV[4], 'seq', seq, 'ev', last)
-if ARGV[6] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
-redis.call('ZADD', KEYS[3], seq, ARGV[5])
-if ARGV[6] ~= '' then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[3] .. ':' .. ARGV[3] .. ARGV[5])
-end
-redis.call('ZADD', KEYS[7], seq, ARGV[5])
-redis.call('PEXPIRE', KEYS[7], ARGV[11])
-redis.call('ZADD', KEYS[8], seq, ARGV[5])
-if ARGV[7] ~= '' and ARGV[10] ~= '1' then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[7]), ARGV[8])
-end
-return 1
-`
-
-// KEYS: the task hash, the task's push config hash, the outbox set, the outbox bodies, the owner's live set, the
-// interrupted set, the context index, the lease set. ARGV: the version it must hold, the task JSON, new version,
-// contextId, state, PEXPIRE ms ('' to leave the TTL alone: nothing leaves a terminal state, and the memory store keeps
-// the expiry too), '1' when the outbox is on, outbox member, task id, '1' when the new state is terminal, '1' when it
-// is interrupted, the update time (ms), the owner's state index prefix, index member, the context index's PEXPIRE
-// ms, the task key prefix, the channel to announce the change on ('' for none) and the message, the change's kept
-// event JSON ('' for none), the events kept at most ('0': none), their PEXPIRE ms once the task is terminal (KEYS[9],
-// the task's event Stream; each entry's id is its version, its field p the version of the event before), '1' when
-// the write is a chunk, appended to KEYS[10] (the task's chunks) as `,{"v":<version>,"u":<update time>,"e":<kept
-// event>}` instead of the record ('' for a write of the whole record, in ARGV[2]), how many bytes of chunks are kept
-// at least before the record is written whole again, '1' when the message to announce is the head of a chunk's
-// (`TaskEventAnnouncer.chunkHead`), which the kept event JSON completes, '2' when it is the head of one with the task
-// (`taskHead`), which the task JSON completes, and what follows the task in the record JSON (`recordTail`). The
-// record, the chunk and the messages are built here, so that the task or the chunk crosses the network once. A
-// terminal write drops the task's lease: its run is over. Replies 0 when the version did not match, 2 when the change
-// went to the outbox, 3 when the chunk is to be written with the whole record instead (nothing written), else 1. Last,
-// the expiring set: a write that sets the TTL scores the task there by its new expiry.
-const REPLACE_LUA = `
-local old = redis.call('HMGET', KEYS[1], 'version', 'state', 'seq', 'ev')
-if old[1] ~= ARGV[1] then return 0 end
-local chunk = ''
-if ARGV[22] ~= '' then
-  chunk = ',{"v":' .. ARGV[3] .. ',"u":' .. ARGV[12] .. ',"e":' .. ARGV[19] .. '}'
-  if old[2] ~= ARGV[5] or redis.call('STRLEN', KEYS[10]) + #chunk >
-      math.max(tonumber(ARGV[23]), ${FOLD_RATIO} * redis.call('HSTRLEN', KEYS[1], 'record')) then
-    return 3
-  end
-end
-local ev = old[4] or '0'
-if ARGV[19] ~= '' then
-  if ARGV[20] ~= '0' then
-    redis.call('XADD', KEYS[9], 'MAXLEN', tonumber(ARGV[20]) < ${EXACT_TRIM_BELOW} and '=' or '~', ARGV[20], ARGV[3] .. '-1', 'p', ev, 'e', ARGV[19])
-    if ARGV[10] == '1' then redis.call('PEXPIRE', KEYS[9], ARGV[21]) end
-  end
-  ev = ARGV[3]
-end
-local record = ''
-if ARGV[22] == '' then
-  record = '{"task":' .. ARGV[2] .. ARGV[25]
-  redis.call('HSET', KEYS[1], 'record', record, 'version', ARGV[3], 'contextId', ARGV[4], 'state', ARGV[5], 'ev', ev)
-  redis.call('DEL', KEYS[10])
-else
-  redis.call('APPEND', KEYS[10], chunk)
-  redis.call('HSET', KEYS[1], 'version', ARGV[3], 'ev', ev)
-end
-if ARGV[6] ~= '' then
-  redis.call('PEXPIRE', KEYS[1], ARGV[6])
-  local t = redis.call('TIME')
-  redis.call('ZADD', ARGV[26], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), #ARGV[4] .. ':' .. ARGV[4] .. ARGV[14])
-end
-redis.call('PEXPIRE', KEYS[7], ARGV[15])
-if old[2] ~= ARGV[5] and old[3] then
-  redis.call('ZREM', ARGV[13] .. old[2], ARGV[14])
-  local set = ARGV[13] .. ARGV[5]
-  redis.call('ZADD', set, old[3], ARGV[14])
-  if ARGV[10] == '1' then
-    for _, member in ipairs(redis.call('ZRANGE', set, 0, 1)) do
-      local len, rest = string.match(member, '^(%d+):(.*)$')
-      if redis.call('EXISTS', ARGV[16] .. string.sub(rest, tonumber(len) + 1)) == 0 then redis.call('ZREM', set, member) end
-    end
-  end
-end
-if ARGV[10] == '1' then
-  redis.call('SREM', KEYS[5], ARGV[9])
-  redis.call('ZREM', KEYS[8], ARGV[9])
-end
-if ARGV[17] ~= '' then
-  local message = ARGV[18]
-  if ARGV[24] == '1' then
-    message = message .. string.sub(ARGV[19], 2)
-  elseif ARGV[24] == '2' then
-    message = message .. ARGV[2] .. '}'
-  end
-  redis.call('PUBLISH', ARGV[17], message)
-end
-if ARGV[11] == '1' then
-  redis.call('ZADD', KEYS[6], ARGV[12], ARGV[9])
-elseif old[2] == 'input_required' or old[2] == 'auth_required' then
-  redis.call('ZREM', KEYS[6], ARGV[9])
-end
-if ARGV[7] == '1' and old[2] ~= ARGV[5] and redis.call('EXISTS', KEYS[2]) == 1 then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[8])
-  redis.call('HSET', KEYS[4], ARGV[8], record)
-  return 2
-end
-return 1
-`
-
-// KEYS[1] the interrupted set. ARGV: the latest update time to take (ms), the score the taken ids get (so that they
-// are taken again a minute later should they still be interrupted), the batch size. Replies the ids.
-const CLAIM_INTERRUPTED_LUA = `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
-return ids
-`
-
-// KEYS: the index to read, the owner index. ARGV: key prefix, highest score ('+inf' or '(<seq>'), entries to read,
-// matches wanted, '=<contextId>' or '' for any, '=<state>' or '' for any. Reads newest first and stops at the wanted
-// number of matches. Replies {1 when the index has nothing older, the last seq read, seq, record JSON, chunks, seq,
-// ...}.
-const LIST_LUA = `
-local prefix = ARGV[1]
-local read = tonumber(ARGV[3])
-local wanted = tonumber(ARGV[4])
-local entries = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, read)
-local out = {0, ''}
-local found = 0
-for i = 1, #entries, 2 do
-  local member, seq = entries[i], entries[i + 1]
-  out[2] = seq
-  local len, rest = string.match(member, '^(%d+):(.*)$')
-  len = tonumber(len)
-  local id = string.sub(rest, len + 1)
-  local fields = redis.call('HMGET', prefix .. 't:' .. id, 'record', 'contextId', 'state')
-  if not fields[1] then
-    redis.call('ZREM', KEYS[2], member)
-    redis.call('ZREM', KEYS[1], member)
-  elseif (ARGV[5] == '' or ARGV[5] == '=' .. fields[2]) and (ARGV[6] == '' or ARGV[6] == '=' .. fields[3]) then
-    table.insert(out, seq)
-    table.insert(out, fields[1])
-    table.insert(out, redis.call('GET', prefix .. 'c:' .. id) or '')
-    found = found + 1
-    if found == wanted then return out end
-  end
-end
-if #entries < 2 * read then out[1] = 1 end
-return out
-`
-
-// KEYS[1] the expiring set. ARGV: key prefix, batch size. For each member whose expiry has passed: a task whose hash
-// is gone leaves the owner index, its context index, the terminal state sets and `expiring`; one whose TTL was
-// renewed is scored again by its new expiry. Replies how many members it looked at.
-const PRUNE_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local prefix = ARGV[1]
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-for _, entry in ipairs(members) do
-  local clen, crest = string.match(entry, '^(%d+):(.*)$')
-  local context = string.sub(crest, 1, tonumber(clen))
-  local member = string.sub(crest, tonumber(clen) + 1)
-  local len, rest = string.match(member, '^(%d+):(.*)$')
-  len = tonumber(len)
-  local owner = string.sub(rest, 1, len)
-  local ttl = redis.call('PTTL', prefix .. 't:' .. string.sub(rest, len + 1))
-  if ttl > 0 then
-    redis.call('ZADD', KEYS[1], now + ttl, entry)
-  else
-    redis.call('ZREM', KEYS[1], entry)
-    if ttl == -2 then
-      redis.call('ZREM', prefix .. 'owner:' .. owner, member)
-      redis.call('ZREM', prefix .. 'ctx:' .. len .. ':' .. owner .. ':' .. context, member)
-      local states = prefix .. 'st:' .. len .. ':' .. owner .. ':'
-      for _, state in ipairs({'completed', 'canceled', 'failed', 'rejected'}) do redis.call('ZREM', states .. state, member) end
-    end
-  end
-end
-return #members
-`
-
-// KEYS: the task hash, its chunks. Replies {record JSON or nil, chunks or nil}.
-const GET_LUA = `
-return {redis.call('HGET', KEYS[1], 'record'), redis.call('GET', KEYS[2])}
-`
-
-/** `[exhausted 0|1, last seq read, seq, record JSON, chunks, seq, record JSON, chunks, ...]` */
-type ListReply = [0 | 1, string, ...string[]]
-
-/** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
-interface TaskCommands {
-  a2aTaskInsert (task: string, seq: string, owner: string, expiring: string, leases: string, live: string, context: string, state: string,
-    events: string, ...args: string[]): Promise<-1 | 0 | 1>
-  a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
-    leases: string, events: string, chunks: string, ...args: string[]): Promise<0 | 1 | 2 | 3>
-  a2aTaskGet (task: string, chunks: string): Promise<[string | null, string | null]>
-  a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
-  a2aTaskList (index: string, owner: string, ...args: string[]): Promise<ListReply>
-  a2aTaskPrune (expiring: string, ...args: string[]): Promise<number>
-}
 
 /**
  * Tasks in Redis (`tasks.backend: kvcache`, CONTRACT.md §10), shared by any number of instances. Every write is one
