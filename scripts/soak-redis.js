@@ -10,6 +10,17 @@ import { CLI, body, dispatcher, freePort, message, rpc, rssMb } from './soak-com
 import { grpcNonReaders } from './soak-grpc.js'
 import { slowReaders } from './soak-readers.js'
 
+/** The instances' V8 heap limit, MB (`--max-old-space-size`). */
+const HEAP_MB = 160
+/**
+ * The slow-reader phase's bound on RSS, MB: what the server may hold by its configuration. On Redis no task lives in
+ * the process, so `tasks.max_bytes` plays no part: the old generation (capped, HEAP_MB), the young one (V8's two
+ * semi-spaces, 16 MB each), the bytes of answers in flight outside the heap (`server.max_answer_bytes`, 32 MiB), the
+ * bytes of requests in flight (`server.max_request_bytes`, 64 MiB), and 64 MB of Node's own (code, stacks, the
+ * allocator's slack: measured 59 MB, a fresh standalone instance's RSS of 119 MB less its 60 MB heap).
+ */
+const SLOW_BOUND_MB = HEAP_MB + 32 + 32 + 64 + 64
+
 /** A private redis-server on a free port, with an append-only file, so that a restart keeps what was written. */
 async function privateRedis (dir) {
   const port = await freePort()
@@ -82,9 +93,12 @@ async function recordingReceiver () {
   return { server, url: `http://127.0.0.1:${server.address().port}/hook`, count: () => count, acknowledged }
 }
 
-/** One `serve` process of the scale-out run. */
+/**
+ * One `serve` process of the scale-out run, its heap capped as an operator caps it to fit a container: V8 then
+ * collects before it grows, so the RSS read is what the server holds, and a server that needed more would die here.
+ */
 function instance (config, port) {
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', String(port)], {
+  const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', String(port)], {
     env: { ...process.env, LOG_LEVEL: 'error', A2A_CONFIG: '' },
     stdio: ['ignore', 'inherit', 'inherit']
   })
@@ -235,13 +249,13 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
     console.log('\nfaults:', faults.join('; '))
     console.log('traffic:', JSON.stringify(counts), `tasks: ${ids.size}, webhook requests received: ${hook.count()}`)
     console.log(`peak RSS: A ${peaks[0].toFixed(0)} MB, B ${peaks[1].toFixed(0)} MB; open streams after: ${streams.join(', ')}`)
-    console.log(`slow readers: ${JSON.stringify(slow)}; peak RSS meanwhile: A ${slowPeaks[0].toFixed(0)} MB, B ${slowPeaks[1].toFixed(0)} MB`)
+    console.log(`slow readers: ${JSON.stringify(slow)}; peak RSS meanwhile: A ${slowPeaks[0].toFixed(0)} MB, B ${slowPeaks[1].toFixed(0)} MB (bound ${SLOW_BOUND_MB} MB)`)
     console.log(`tasks not terminal or missing a delivery after the settling time: ${pending.length}`)
     for (const id of pending.slice(0, 10)) {
       const task = await get(id)
       console.log(`  ${id}: ${task?.status.state ?? 'gone'}, delivered: ${[...(hook.acknowledged.get(id) ?? [])].join(' ') || 'nothing'}`)
     }
-    const slowOk = slow.held === 0 && slow.grpcHeld === 0 && slow.read > 0 && slow.readFailures === 0 && Math.max(...slowPeaks) <= maxRssMb
+    const slowOk = slow.held === 0 && slow.grpcHeld === 0 && slow.read > 0 && slow.readFailures === 0 && Math.max(...slowPeaks) <= SLOW_BOUND_MB
     const ok = pending.length === 0 && streams.every(n => n === 0) && Math.max(...peaks) <= maxRssMb && slowOk
     console.log(ok ? 'PASS: every task terminal, every final state delivered, no stream held, RSS bounded, slow readers let go' : 'FAIL')
     for (const s of servers) s.child.kill('SIGTERM')
