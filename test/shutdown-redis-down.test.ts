@@ -1,10 +1,11 @@
 // SIGTERM while Redis is down (issue 39 follow-up): every close step is bounded (the webhook queue's worker is
 // closed by force, the Redis clients quit within a bound and are then dropped), so the built CLI (`npm run build`
-// first) drains and exits 0 within `server.shutdown_timeout` and a little, instead of hanging until the force exit
-// (exit code 1, `shutdown_timeout` + 5 s after the signal). What could not be stored was already refused.
+// first) drains and exits 0 within `server.shutdown_timeout` and a little (about 3.5 s past it, Redis stalled, a task
+// running), instead of hanging until the force exit (exit code 1, `shutdown_timeout` + 5 s after the signal). What
+// could not be stored was already refused.
 import t, { type Test } from 'tap'
 import { startRedis } from '../scripts/redis-server.js'
-import { privateRedis, serve, type Served } from './helper.js'
+import { privateRedis, rpc, serve, userMessage, type Served } from './helper.js'
 
 const SHUTDOWN_TIMEOUT_S = 2
 /** A generous upper bound, not a speed check: the process is killed (and the test fails) only past it. */
@@ -13,6 +14,7 @@ const GONE_WITHIN_MS = 30_000
 const CONFIG = (url: string) => `
 agent:
   name: Closing Agent
+  delay_ms: 60000
 server:
   shutdown_timeout: ${SHUTDOWN_TIMEOUT_S}
 tasks:
@@ -52,16 +54,32 @@ async function terminate (t: Test, s: Served): Promise<{ code: number | null, si
   return result
 }
 
-t.test('SIGTERM with Redis refusing connections: the server drains and exits 0 on its own', async t => {
+t.test('SIGTERM with Redis refusing connections and a task running: the server drains and exits 0 on its own', async t => {
   const redis = await startRedis()
   t.teardown(() => redis.stop())
   const s = await server(t, redis.url)
+  // A task held in progress (agent.delay_ms): the drain waits for it, then its failure cannot be written.
+  const res = await fetch(s.url + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify(rpc('message/stream', { message: userMessage('held') }))
+  })
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+  let head = ''
+  while (!head.includes('in_progress') && !head.includes('working')) {
+    const { value, done } = await reader.read()
+    if (done) break
+    head += Buffer.from(value as Uint8Array).toString()
+  }
+  t.match(head, /in_progress|working/, 'the task is running')
+  const drained = (async () => { while (!(await reader.read().catch(() => ({ done: true }))).done); })()
   await redis.stop()
   // The clients are then waiting to reconnect: the state in which BullMQ's graceful close never ended.
   await logged(s, 'redis connection lost')
   const { code, signal } = await terminate(t, s)
   t.equal(signal, null, 'gone on its own, not killed')
   t.equal(code, 0, 'exit code 0')
+  await drained
 })
 
 t.test('SIGTERM with Redis stalled (accepting, never answering): the server drains and exits 0 on its own', async t => {

@@ -47,9 +47,10 @@ const KEEP_FAILED_S = 86_400
 const LOCK_MS = 10_000
 /**
  * At close, past the wait for the attempts in flight: how long each forced step (the worker's close, the queue's,
- * QUIT on the worker's connection) may take. Each is local work, or one round trip to a Redis that answers.
+ * QUIT on the worker's connection) may take. Each is local work, or one round trip to a Redis that answers
+ * (milliseconds); with Redis stalled only the QUIT waits this long.
  */
-const FORCE_STEP_MS = 1_000
+const FORCE_STEP_MS = 500
 
 /**
  * Webhook deliveries as BullMQ jobs in Redis (CONTRACT.md §10): they survive the death of the instance that queued
