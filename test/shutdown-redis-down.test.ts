@@ -2,10 +2,14 @@
 // closed by force, the Redis clients quit within a bound and are then dropped), so the built CLI (`npm run build`
 // first) drains and exits 0 within `server.shutdown_timeout` and a little (about 3.5 s past it, Redis stalled, a task
 // running), instead of hanging until the force exit (exit code 1, `shutdown_timeout` + 5 s after the signal). What
-// could not be stored was already refused.
+// could not be stored was already refused. The last test closes the plugin in process (`app.close()`).
+import Fastify from 'fastify'
 import t, { type Test } from 'tap'
+import { parse } from 'yaml'
+import a2a from '../index.js'
 import { startRedis } from '../scripts/redis-server.js'
-import { privateRedis, rpc, serve, userMessage, type Served } from './helper.js'
+import { validateConfig } from '../services/config/load.js'
+import { logCapture, privateRedis, rpc, serve, until, userMessage, type Served } from './helper.js'
 
 const SHUTDOWN_TIMEOUT_S = 2
 /** A generous upper bound, not a speed check: the process is killed (and the test fails) only past it. */
@@ -90,4 +94,23 @@ t.test('SIGTERM with Redis stalled (accepting, never answering): the server drai
   const { code, signal } = await terminate(t, s)
   t.equal(signal, null, 'gone on its own, not killed')
   t.equal(code, 0, 'exit code 0')
+})
+
+t.test('app.close() with Redis refusing connections ends on its own: the webhook worker is closed by force', async t => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const logs = logCapture()
+  const app = Fastify({ logger: { level: 'warn', stream: logs.stream } })
+  await app.register(a2a, { config: validateConfig(parse(CONFIG(redis.url))) })
+  await app.ready()
+  await redis.stop()
+  // Once the queue's worker has failed to reconnect a few times, it spends most of its time waiting for the next try.
+  await until(() => logs.lines().filter(l => l.msg === 'webhook worker error').length >= 3)
+  let timer: NodeJS.Timeout | undefined
+  const closed = await Promise.race([
+    app.close().then(() => true),
+    new Promise<boolean>(resolve => { timer = setTimeout(resolve, GONE_WITHIN_MS, false) })
+  ])
+  clearTimeout(timer)
+  t.ok(closed, 'closed')
 })
