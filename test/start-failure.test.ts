@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
-import { CLI, privateRedis } from './helper.js'
+import { CLI, logCapture, privateRedis } from './helper.js'
 
 /** As test/helper.ts `serve`: the compiled copies of the library's folders record no coverage. */
 const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|routes|schemas)[\\/]/)
@@ -101,10 +101,36 @@ t.test('row 9: on Redis, a taken gRPC port closes the Redis clients and the work
   oneLine(t, run, `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`)
 })
 
-t.test('row 9: on a Redis that does not answer, a taken HTTP port still prints one line and exits 1, the close cut short', async t => {
+t.test('row 9: on a Redis that does not answer, a taken HTTP port still prints one line and exits 1', async t => {
   const port = await takenPort(t)
-  // Nothing listens there: every Redis command fails. (Today closing the webhook queue's worker then waits for ever,
-  // and the close is cut short `shutdown_timeout` + 5 s after the failure; a close that ends sooner passes too.)
+  // Nothing listens there: every Redis command fails. Every close step is bounded (the webhook queue's worker is closed
+  // by force, the clients quit within a bound), so the close ends on its own; the cut-off for a close that still hangs
+  // is the next test's.
   const run = await serveToExit(t, REDIS(`redis://127.0.0.1:${await freePort()}`) + 'server:\n  shutdown_timeout: 1\n', ['--port', String(port)])
   oneLine(t, run, `cannot listen on 127.0.0.1:${port}: address in use (set server.port or PORT)`)
+})
+
+t.test('row 9: a close hook that hangs after a failed start is cut short shutdown_timeout + 5 s after the failure, exit code 1', async t => {
+  // Every close step of the server is bounded, so the hang is made here: the agent plugin is replaced by one whose
+  // close hook waits until the test ends. In process, with process.exit caught, so that the cut-off is measured.
+  let release: () => void = () => {}
+  const hanging = new Promise<void>(resolve => { release = resolve })
+  t.teardown(() => release())
+  const { default: fp } = await import('fastify-plugin')
+  const plugin = fp(async (fastify: import('fastify').FastifyInstance) => {
+    fastify.addHook('onClose', async () => await hanging)
+  }, { name: 'fastify-a2a' })
+  const { startServer } = await t.mockImport<typeof import('../server.js')>('../server.js', { '../index.js': { default: plugin } })
+  const { validateConfig } = await import('../services/config/load.js')
+  const exit = process.exit
+  const exited = new Promise<number | undefined>(resolve => {
+    process.exit = ((code?: number) => { resolve(code) }) as typeof process.exit
+  })
+  t.teardown(() => { process.exit = exit })
+  const port = await takenPort(t)
+  const logs = logCapture()
+  const config = validateConfig({ server: { port, log_level: 'info', shutdown_timeout: 0 } })
+  await t.rejects(startServer(config, { logStream: logs.stream }), { code: 'A2A_ERR_LISTEN' })
+  t.equal(await exited, 1, 'exit code 1')
+  t.match(logs.lines().find(l => l.msg === 'close after a failed start did not finish: exiting'), { level: 50, timeoutMs: 5_000 })
 })

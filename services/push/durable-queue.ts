@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
+import { quitWithin } from '../redis.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 
@@ -44,6 +45,12 @@ const KEEP_COMPLETED_S = 3600
 const KEEP_FAILED_S = 86_400
 /** BullMQ's lock on an active delivery; the worker renews it every half of it while the attempt runs. */
 const LOCK_MS = 10_000
+/**
+ * At close, past the wait for the attempts in flight: how long each forced step (the worker's close, the queue's,
+ * QUIT on the worker's connection) may take. Each is local work, or one round trip to a Redis that answers
+ * (milliseconds); with Redis stalled only the QUIT waits this long.
+ */
+const FORCE_STEP_MS = 500
 
 /**
  * Webhook deliveries as BullMQ jobs in Redis (CONTRACT.md §10): they survive the death of the instance that queued
@@ -61,6 +68,8 @@ export class DurableDeliveryQueue implements DeliveryQueue {
   readonly #worker: Worker<DeliveryJob>
   readonly #workerClient: Redis
   readonly #linkPrefix: string
+  /** Attempts in flight in this instance's worker. */
+  readonly #attempts = new Set<Promise<void>>()
 
   constructor (opts: DurableDeliveryQueueOptions) {
     this.#opts = opts
@@ -70,7 +79,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     // Workers block on Redis: BullMQ needs a connection that retries forever and has no command timeout.
     this.#workerClient = opts.client.duplicate({ maxRetriesPerRequest: null, commandTimeout: undefined, enableOfflineQueue: true })
     this.#workerClient.on('error', () => {})
-    this.#worker = new Worker<DeliveryJob>(QUEUE_NAME, (job, token) => this.#process(job, token), {
+    this.#worker = new Worker<DeliveryJob>(QUEUE_NAME, (job, token) => this.#track(this.#process(job, token)), {
       connection: this.#workerClient,
       prefix: opts.prefix,
       concurrency: opts.concurrency,
@@ -115,22 +124,29 @@ export class DurableDeliveryQueue implements DeliveryQueue {
   }
 
   /**
-   * Lets active attempts finish for up to `timeoutMs`, then stops. What is still queued stays in Redis, for the
-   * other instances or the next start. Bounded even when Redis stalls: past the bound, the worker's connections are
-   * dropped (BullMQ's own close would wait on them for ever).
+   * Stops taking jobs, lets the attempts in flight finish for up to `timeoutMs` (their locks still renewed), then
+   * stops: what is still queued stays in Redis, for the other instances or the next start, and an attempt still
+   * running is taken over by another worker once its lock lapses. Bounded even when Redis is down or stalled: BullMQ's
+   * graceful close waits for its blocking connection to end, which ioredis never reports while it waits to reconnect
+   * (SIGTERM with Redis stopped hung until the force exit), so the worker is closed with `force`, and each step past
+   * the wait gets FORCE_STEP_MS.
    */
   async close (timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    const closed = (async () => {
-      await this.#worker.close()
-      await this.#queue.close()
-    })().catch((err: unknown) => this.#opts.log.warn({ err }, 'webhook queue did not close cleanly'))
-    const done = await Promise.race([closed.then(() => true), new Promise<boolean>(resolve => { timer = setTimeout(resolve, timeoutMs, false) })])
-    clearTimeout(timer)
-    if (!done) {
-      await this.#worker.disconnect().catch((err: unknown) => this.#opts.log.warn({ err }, 'webhook worker did not disconnect'))
+    const log = this.#opts.log
+    const paused = this.#worker.pause(true).catch((err: unknown) => log.warn({ err }, 'webhook worker did not pause'))
+    if (!await within(Promise.allSettled([paused, ...this.#attempts]), timeoutMs)) {
+      log.warn({ inFlight: this.#attempts.size }, 'webhook deliveries still in flight at close: left to another worker')
     }
-    this.#workerClient.disconnect()
+    await within(this.#worker.close(true).catch((err: unknown) => log.warn({ err }, 'webhook worker did not close cleanly')), FORCE_STEP_MS)
+    await within(this.#queue.close().catch((err: unknown) => log.warn({ err }, 'webhook queue did not close cleanly')), FORCE_STEP_MS)
+    // QUIT comes after the results the attempts wrote meanwhile; a Redis that does not answer gets its socket dropped.
+    await quitWithin(this.#workerClient, FORCE_STEP_MS, log)
+  }
+
+  #track (attempt: Promise<void>): Promise<void> {
+    this.#attempts.add(attempt)
+    attempt.finally(() => this.#attempts.delete(attempt)).catch(() => {})
+    return attempt
   }
 
   async #process (job: Job<DeliveryJob>, token: string | undefined): Promise<void> {
@@ -149,6 +165,15 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     // A throw is BullMQ's signal to retry on the custom backoff; `attemptOnce` only says retry while one is left.
     if (report.outcome === 'retry') throw Object.assign(new Error('webhook delivery will be retried'), { retryAfter: report.retryAfter })
   }
+}
+
+/** Whether `work` settled within `ms` (it is left running when it did not). */
+async function within (work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<boolean>(resolve => { timer = setTimeout(resolve, ms, false) })
+  const settled = await Promise.race([work.then(() => true), expired])
+  clearTimeout(timer)
+  return settled
 }
 
 /** `<task>.<version>.<config>`: BullMQ ids may not contain `:`, and a client-chosen config id may; those are hashed. */

@@ -220,12 +220,14 @@ export class WebhookNotifier {
 
   /** Waits for queued deliveries up to `timeoutMs`, then abandons the rest (memory backend: they are lost). */
   async close (timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs
     const all = Promise.all([...this.#taskChains.values(), ...this.#chains.values()])
     let timer: NodeJS.Timeout | undefined
     await Promise.race([all, new Promise<void>(resolve => { timer = setTimeout(resolve, timeoutMs) })])
     clearTimeout(timer)
-    // The durable queue keeps what it could not deliver in time, for another instance or the next start.
-    await this.#queue?.close(timeoutMs)
+    // The durable queue keeps what it could not deliver in time, for another instance or the next start. Its attempts
+    // in flight get what is left of the same `timeoutMs`.
+    await this.#queue?.close(Math.max(0, deadline - Date.now()))
     this.#closed = true
     for (const t of this.#timers) clearTimeout(t)
     this.#timers.clear()

@@ -1,10 +1,11 @@
 // Streams that resume on another instance (README, "Resumable streams"): two instances on one private
 // redis-server, a client dropped on one and resumed on the other in every version and binding; and a bounded load of
-// concurrent tasks whose clients drop at seeded random points and resume, on Redis and in memory.
+// concurrent tasks whose clients drop at seeded random points and resume, on Redis and in memory; and the resync of an
+// ended task whose events Redis no longer keeps (issue 39 row 11).
 import Fastify from 'fastify'
 import t from 'tap'
 import a2a, { type A2AOptions, type AgentExecutor } from '../../index.js'
-import { privateRedis, type Teardown } from '../helper.js'
+import { privateRedis, rpc, type Teardown } from '../helper.js'
 import { Frames, RESUME_BINDINGS, chunks, dropping, gatedAgent, type Frame, type ResumeBinding } from './resume-bindings.js'
 
 /** The plugin on 127.0.0.1; its close ends every connection (a dropped stream leaves a keep-alive socket). */
@@ -15,6 +16,8 @@ async function listen (t: Teardown, opts: A2AOptions): Promise<string> {
   t.teardown(() => app.close())
   return url
 }
+
+const RESYNC = 'fastify-a2a.resync'
 
 const onRedis = (url: string, extra: Record<string, unknown> = {}) => ({
   services: { cache: { type: 'cache' as const, url } },
@@ -126,4 +129,33 @@ t.test('on Redis, a task sent without a stream keeps no events of its first turn
   const frames = await new Frames(await binding.stream(url, 'y')).rest()
   const id = binding.taskId(frames[0].data)
   t.ok(await client.xlen(`a2a:task:e:${id}`) > 0, 'a Stream for a task followed from its start')
+})
+
+t.test('row 11 on Redis: a v1.0 resume of a task that ended and whose events were evicted gets the task marked as a resync, then the end', async t => {
+  const redis = await privateRedis(t)
+  for (const binding of RESUME_BINDINGS.filter(b => b.name.includes('v1.0'))) {
+    for (const maxEvents of [0, 2]) {
+      const agent = gatedAgent(2, 2)
+      // Redis keeps as many events as server.stream_replay says (plugins/tasks.ts): none, or the last two.
+      const opts = { executor: agent.executor, config: onRedis(redis.url, { ...binding.config, server: { shutdown_timeout: 0.5, stream_replay: { max_events: maxEvents } } }) }
+      const [a, b] = [await listen(t, opts), await listen(t, opts)]
+      const seen = await dropAfter(await dropping(binding, a, 'evicted'), 1)
+      agent.open('evicted')
+      const taskId = binding.taskId(seen[0].data)
+      for (;;) {
+        const got: any = await (await fetch(b, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id: taskId })) })).json()
+        if (got.result.status.state === 'completed') break
+        await new Promise(resolve => setTimeout(resolve, 10))
+      }
+      // Resumed on the other instance: what it knows of the task is what Redis kept.
+      const res = await binding.resume(b, taskId, seen[0].id)
+      const name = `${binding.name}, max_events ${maxEvents}`
+      t.equal(res.status, 200, name)
+      const frames = await new Frames(res).rest()
+      t.equal(frames.length, 1, `${name}: one frame, then the end`)
+      t.equal(binding.said(frames[0].data), 'task completed', name)
+      const task = frames[0].data.result?.task ?? frames[0].data.task
+      t.equal((task.metadata as Record<string, unknown>)[RESYNC], true, `${name}: marked as a resync`)
+    }
+  }
 })

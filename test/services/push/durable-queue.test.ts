@@ -108,3 +108,48 @@ t.test('when the queue cannot be reached, the deliveries are logged as not queue
   t.match(line, { level: 40, taskId: 'task-1', state: 'completed' })
   redis.resume()
 })
+
+/** Fails the test, instead of hanging it, when `work` has not settled within `ms` (far above what it needs). */
+async function settles (t: { fail (msg: string): void }, work: Promise<unknown>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const ended = await Promise.race([work.then(() => true), new Promise<boolean>(resolve => { timer = setTimeout(resolve, ms, false) })])
+  clearTimeout(timer)
+  if (!ended) t.fail(`${what} did not end within ${ms} ms`)
+}
+
+t.test('close ends when Redis refuses connections: the worker is closed by force, not left waiting to reconnect', async t => {
+  const { startRedis } = await import('../../../scripts/redis-server.js')
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url, { commandTimeout: 300, maxRetriesPerRequest: 0 })
+  client.on('error', () => {})
+  t.teardown(() => client.disconnect())
+  const { queue, logs } = durable(t, client, new MemoryPushConfigStore())
+  await until(async () => await queue.pending() === 0)
+  await redis.stop()
+  // Once the worker has failed to reconnect a few times, it spends most of its time waiting for the next attempt.
+  await until(() => logs.lines().filter(l => l.msg === 'webhook worker error').length >= 3)
+  // BullMQ's graceful close waited for ever here: ioredis reports no end while it waits to reconnect.
+  await settles(t, queue.close(100), 20_000, 'close with Redis gone')
+  t.pass('closed')
+})
+
+t.test('an attempt still in flight when close has waited its time is left to another worker, its job still in Redis', async t => {
+  const client = await redisDb(t, DB)
+  let answer: () => void = () => {}
+  const answered = new Promise<{ status: number }>(resolve => { answer = () => resolve({ status: 200 }) })
+  const hook = await receiver(t)
+  hook.script(async () => await answered)
+  t.teardown(() => answer())
+  const store = new MemoryPushConfigStore()
+  const { config } = await store.put('task-1', { url: `${hook.url}/slow` }, { maxPerTask: 10 })
+  const { notifier, queue, logs } = durable(t, client, store)
+  notifier.notify(record('completed', 2))
+  await until(() => hook.received.length === 1)
+  await settles(t, notifier.close(100), 20_000, 'close with an attempt in flight')
+  t.match(logs.lines().find(l => l.msg === 'webhook deliveries still in flight at close: left to another worker'), { level: 40, inFlight: 1 })
+  const job = `dq:webhooks:${deliveryJobId('task-1', 2, config.id)}`
+  t.equal(await client.exists(job), 1, 'the delivery is still a job in Redis, for another worker once its lock lapses')
+  t.equal(await queue.pending(), 1, 'and it has not settled')
+})
