@@ -42,7 +42,11 @@ export function takeRequestBytes (budget: RequestBudget, bodyLimit: number, wait
     res.once('close', abort)
     const taken = await budget.take(connectionOf(request.raw), length, waitMs, gone.signal)
     res.off('close', abort)
-    if (taken === null) throw requestBudgetFull()
+    if (taken === null) {
+      // Its body is left unread: the connection is closed once the refusal is sent, rather than kept for the body.
+      if (request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
+      throw requestBudgetFull()
+    }
     request.a2aInbound = taken
     res.once('close', taken.release)
     return payload

@@ -9,9 +9,10 @@ import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import type { AgentExecutor } from '../../index.js'
-import { listen, listenGrpc, parseSse, rpc, until, userMessage } from '../helper.js'
+import { TEST_REDIS, listen, listenGrpc, parseSse, redisDb, rpc, until, userMessage } from '../helper.js'
 import { V1_SERVICE, protoCodec } from '../../services/grpc/protos.js'
 import { grpcClients, unary } from './grpc-client.js'
+import { ANONYMOUS } from '../../services/auth/principal.js'
 
 const MiB = 1024 * 1024
 const small: AgentExecutor = async function * () { yield 'ok' }
@@ -36,7 +37,7 @@ function holdTasks (app: FastifyInstance, only = ''): { open: () => void, held: 
 }
 
 async function taskCount (app: FastifyInstance): Promise<number> {
-  return (await app.a2aTasks.store.list({ pageSize: 100 })).tasks.length
+  return (await app.a2aTasks.store.list({ pageSize: 100, owner: ANONYMOUS.id })).tasks.length
 }
 
 /** A raw HTTP/1 socket, destroyed at teardown. */
@@ -48,34 +49,44 @@ async function socketTo (t: { teardown (fn: () => unknown): void }, url: string)
   return socket
 }
 
-t.test('40 concurrent 2 MB message/stream requests hold at most server.max_request_bytes: the rest wait, then get 503 with Retry-After and make no task, and other clients are served', async t => {
-  const { app, url } = await listen(t, { executor: small, config: { server: { max_request_bytes: 8 * MiB } } })
-  const gate = holdTasks(app)
-  const body = (i: number) => JSON.stringify(rpc('message/stream', { message: userMessage('x'.repeat(2_000_000), { messageId: `m-${i}` }) }))
-  const answers = Array.from({ length: 40 }, async (_, i) => {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: body(i) })
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), text: await res.text() }
+// This file owns Redis db 0 (the kvcache case).
+const DB = 0
+
+for (const backend of ['memory', 'kvcache'] as const) {
+  t.test(`40 concurrent 2 MB message/stream requests hold at most server.max_request_bytes: the rest wait, then get 503 with Retry-After and make no task, and other clients are served (${backend} store)`, async t => {
+    const store = backend === 'memory'
+      ? {}
+      : { services: { cache: { type: 'cache' as const, url: TEST_REDIS.url, db: DB } }, tasks: { backend: 'kvcache' as const }, push_notifications: { backend: 'kvcache' as const } }
+    if (backend === 'kvcache') await redisDb(t, DB)
+    const { app, url } = await listen(t, { executor: small, config: { ...store, server: { max_request_bytes: 8 * MiB } } })
+    const gate = holdTasks(app)
+    const body = (i: number) => JSON.stringify(rpc('message/stream', { message: userMessage('x'.repeat(2_000_000), { messageId: `m-${i}` }) }))
+    const answers = Array.from({ length: 40 }, async (_, i) => {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: body(i) })
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), connection: res.headers.get('connection'), text: await res.text() }
+    })
+    const budget = app.a2aRequests
+    // Four 2 MB bodies fit in 8 MiB; their tasks are held, so the 36 others find no room, wait, and are refused.
+    await until(() => gate.held() === 4 && budget.refused === 36, 3000)
+    t.comment(`held: ${budget.bytes} bytes of requests (peak ${budget.peak}), ${budget.refused} refused`)
+    t.ok(budget.peak <= 8 * MiB, `at most the budget is held (peak ${budget.peak} bytes)`)
+    const list = await fetch(`${url}/tasks`)
+    t.equal(list.status, 200, 'a request with no body is served meanwhile')
+    gate.open()
+    const done = await Promise.all(answers)
+    const served = done.filter(a => a.status === 200)
+    const refused = done.filter(a => a.status === 503)
+    t.equal(served.length, 4, 'the four admitted are streamed')
+    for (const answer of served) t.equal(parseSse(answer.text).events.at(-1)?.result?.status?.state, 'completed', 'to their task\'s end')
+    t.equal(refused.length, 36, 'the others are refused')
+    t.same(refused.map(a => a.retryAfter), Array(36).fill('1'), 'with Retry-After: 1')
+    t.same(refused.map(a => a.connection), Array(36).fill('close'), 'and their connections closed, their bodies unread')
+    t.match(JSON.parse(refused[0].text), { error: { code: -32603, data: /server\.max_request_bytes/ } }, 'and the overload error')
+    t.equal(await taskCount(app), 4, 'a refused request made no task')
+    await until(() => budget.bytes === 0)
+    t.pass('every byte is given back')
   })
-  const budget = app.a2aRequests
-  // Four 2 MB bodies fit in 8 MiB; their tasks are held, so the 36 others find no room, wait, and are refused.
-  await until(() => gate.held() === 4 && budget.refused === 36, 3000)
-  t.comment(`held: ${budget.bytes} bytes of requests (peak ${budget.peak}), ${budget.refused} refused`)
-  t.ok(budget.peak <= 8 * MiB, `at most the budget is held (peak ${budget.peak} bytes)`)
-  const list = await fetch(`${url}/tasks`)
-  t.equal(list.status, 200, 'a request with no body is served meanwhile')
-  gate.open()
-  const done = await Promise.all(answers)
-  const served = done.filter(a => a.status === 200)
-  const refused = done.filter(a => a.status === 503)
-  t.equal(served.length, 4, 'the four admitted are streamed')
-  for (const answer of served) t.equal(parseSse(answer.text).events.at(-1)?.result?.status?.state, 'completed', 'to their task\'s end')
-  t.equal(refused.length, 36, 'the others are refused')
-  t.same(refused.map(a => a.retryAfter), Array(36).fill('1'), 'with Retry-After: 1')
-  t.match(JSON.parse(refused[0].text), { error: { code: -32603, data: /server\.max_request_bytes/ } }, 'and the overload error')
-  t.equal(await taskCount(app), 4, 'a refused request made no task')
-  await until(() => budget.bytes === 0)
-  t.pass('every byte is given back')
-})
+}
 
 t.test('a request that finds no room waits and is served once room comes back; one whose client leaves while it waits is dropped', async t => {
   const { app, url } = await listen(t, { executor: small, config: { server: { max_request_bytes: 65_536, max_request_bytes_per_connection: 65_536 } } })
