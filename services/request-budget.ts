@@ -67,16 +67,11 @@ export class RequestBudget {
     // A timer of our own: an AbortSignal.timeout() only composed into AbortSignal.any() may be collected unfired.
     const expired = new AbortController()
     const timer = setTimeout(() => expired.abort(), waitMs)
-    try {
-      const taken = await this.#budget.take(connection, bytes, AbortSignal.any([signal, expired.signal]))
-      this.#taken()
-      return taken
-    } catch {
-      this.#refused++
-      return null
-    } finally {
-      clearTimeout(timer)
-    }
+    const taken = await this.#budget.take(connection, bytes, AbortSignal.any([signal, expired.signal])).catch(() => null)
+    clearTimeout(timer)
+    if (taken === null) this.#refused++
+    else this.#taken()
+    return taken
   }
 
   #taken (): void {
