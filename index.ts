@@ -17,6 +17,7 @@ import redisPlugin from './plugins/redis.js'
 import webhookNotifier from './plugins/webhook-notifier.js'
 import ssePlugin from './plugins/sse.js'
 import answersPlugin from './plugins/answers.js'
+import requestsPlugin from './plugins/requests.js'
 import tasksPlugin from './plugins/tasks.js'
 import metricsPlugin from './plugins/metrics.js'
 import jsonRpcRoutes from './routes/json-rpc.js'
@@ -104,6 +105,7 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   }
   await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
   await fastify.register(answersPlugin, { config })
+  await fastify.register(requestsPlugin, { config })
   await fastify.register(ssePlugin, {
     maxStreams: config.server.max_streams,
     slots: streamSlotsOf(config, fastify),

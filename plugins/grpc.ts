@@ -64,6 +64,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     audit: (caller, method, denied) => { if (secured) auditCall(audit, caller, method, denied) },
     log,
     budget: fastify.a2aAnswers,
+    requests: fastify.a2aRequests,
     watch,
     publicCard: () => card,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)

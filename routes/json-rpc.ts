@@ -16,6 +16,7 @@ import { cardResponder } from './well-known.js'
 import { cardBindingsOf } from '../services/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
+import { REQUEST_WAIT_MS, received, takeRequestBytes } from './inbound.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -118,6 +119,11 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       done(err)
     })
   })
+  // Request bodies within the request budget (server.max_request_bytes): taken before the body is read, given back
+  // once the operation has the message or the response ended (routes/inbound.ts). Here, so REST shares it.
+  fastify.decorateRequest('a2aInbound', null)
+  const { server } = opts.auth.config
+  fastify.addHook('preParsing', takeRequestBytes(fastify.a2aRequests, opts.bodyLimit, Math.min(REQUEST_WAIT_MS, server.request_timeout * 1000)))
   fastify.addHook('preValidation', function (request, _reply, done) {
     done(request.a2aRefusal ?? undefined)
   })
@@ -166,7 +172,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       const lastEventId = request.headers['last-event-id']
       const ctx = lastEventId === undefined ? { principal, log: request.log, id: req.id } : { principal, log: request.log, id: req.id, lastEventId: String(lastEventId) }
       source = await method.handler(params, ctx) as EventSource
+      received(request)
     } catch (err) {
+      received(request)
       claim.release()
       const error = toJsonRpcError(err, request.log, req.method)
       if (error.code === RpcCode.insufficientScope) audited(request, req.method, error)
@@ -212,11 +220,14 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
     if (outcome instanceof Promise) {
       return outcome.then(done => {
+        // The operation has the message: its body's bytes leave the request budget (routes/inbound.ts).
+        received(request)
         outbox.push({ request, reply, method: req.method, outcome: done })
         // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
         return reply
       })
     }
+    received(request)
     outbox.push({ request, reply, method: req.method, outcome })
   })
 }

@@ -13,6 +13,7 @@ import { majorMinor, versionRefusal } from '../services/a2a/version.js'
 import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
+import { received } from './inbound.js'
 
 // The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
 // v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
@@ -227,7 +228,13 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     const principal = request.a2aPrincipal as Principal
     const resolved = resolveMethod(registry, { id: null, method: name, params }, principal)
     audited(request)
-    const result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
+    let result: unknown
+    try {
+      result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
+    } finally {
+      // The operation has the message: its body's bytes leave the request budget (routes/inbound.ts).
+      received(request)
+    }
     observe(reply, 0)
     const status = answering.status ?? 200
     const body = status === 204 ? undefined : () => JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
@@ -253,6 +260,8 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     } catch (err) {
       claim.release()
       throw toJsonRpcError(err, request.log, name)
+    } finally {
+      received(request)
     }
     observe(reply, 0)
     // CONTRACT.md §12: an error after the first event is one `event: error` with the route's error body.

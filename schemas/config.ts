@@ -77,6 +77,14 @@ export const ServerConfigSchema = obj({
   /** The same, per connection: a client that does not read holds at most this much (and one answer of any size). */
   max_answer_bytes_per_connection: Int(4_194_304, { minimum: 65_536 }),
   /**
+   * Bytes of requests being received, parsed and handled (not yet handed to the task store, which counts them from
+   * then on), all connections and bindings together: past it an HTTP request waits briefly then gets 503, a gRPC call
+   * RESOURCE_EXHAUSTED (services/request-budget.ts). One request always fits an idle server.
+   */
+  max_request_bytes: Int(67_108_864, { minimum: 65_536 }),
+  /** The same, per connection (an HTTP/1 socket, an HTTP/2 session): one request of any size, then this much. */
+  max_request_bytes_per_connection: Int(4_194_304, { minimum: 65_536 }),
+  /**
    * Seconds a connection may leave what was written to it untaken (no byte of it moving): past that it is closed,
    * on every binding. A stream's heartbeats do not count as movement.
    */

@@ -91,6 +91,11 @@ server:
   max_answer_bytes: ${y(d.server.max_answer_bytes)}
   # The same per connection: what a client that does not read can hold (plus one answer of any size).
   max_answer_bytes_per_connection: ${y(d.server.max_answer_bytes_per_connection)}
+  # Bytes of requests being received and handled (not yet stored), all connections and bindings together; past it
+  # an HTTP request waits briefly, then gets 503 with Retry-After (gRPC: RESOURCE_EXHAUSTED).
+  max_request_bytes: ${y(d.server.max_request_bytes)}
+  # The same per connection (one request of any size always fits a connection with none in flight).
+  max_request_bytes_per_connection: ${y(d.server.max_request_bytes_per_connection)}
   # Seconds a connection may leave what was written to it untaken before it is closed (every binding).
   write_timeout: ${y(d.server.write_timeout)}
   # Seconds between the SSE heartbeat comments that keep a stream open.

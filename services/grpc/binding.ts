@@ -6,6 +6,7 @@ import type { ServerHttp2Stream } from 'node:http2'
 import type protobuf from 'protobufjs'
 import type { AgentCard } from '../agent-card.js'
 import type { AnswerBudget, Taken } from '../answer-budget.js'
+import type { RequestBudget } from '../request-budget.js'
 import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
 import type { Principal } from '../auth/principal.js'
@@ -78,6 +79,11 @@ export interface GrpcBindingOptions {
   budget: AnswerBudget
   /** Destroys connections whose untaken answers do not move for `server.write_timeout`. */
   watch: SessionWatch
+  /**
+   * The request budget the HTTP routes share (`server.max_request_bytes`, services/request-budget.ts): a call's
+   * message takes its size until its method has it; one that finds no room is refused RESOURCE_EXHAUSTED.
+   */
+  requests: RequestBudget
 }
 
 const noop = (): void => {}
@@ -88,8 +94,15 @@ const noop = (): void => {}
  */
 const PREPARED_PER_CONNECTION = 4
 
+/** What an empty message takes from the request budget. */
+const NOTHING_TAKEN: Taken = { bytes: 0, release: noop }
+
 /** A call that comes once the shutdown has begun: UNAVAILABLE (HTTP's 503), so that the client tries another instance. */
 const SHUTTING_DOWN = new JsonRpcError(RpcCode.internalError, 'The server is shutting down', 'the server is shutting down', 503)
+
+/** A call whose message finds no room in the request budget: RESOURCE_EXHAUSTED (HTTP 429's code), retry after 1 s. */
+const REQUESTS_FULL = new JsonRpcError(RpcCode.internalError, 'Server busy',
+  'too many request bytes in flight (server.max_request_bytes)', 429, { 'retry-after': '1' })
 
 /** The version each service speaks (the service decides, CONTRACT.md §13). */
 const SERVICE_VERSIONS = { [V1_SERVICE]: '1.0', [V03_SERVICE]: '0.3' } as const
@@ -100,6 +113,8 @@ export class GrpcBinding {
   readonly #admission = new ConnectionAdmission(PREPARED_PER_CONNECTION)
   /** Set by `refuse` (the shutdown has begun): new calls are answered UNAVAILABLE, as HTTP answers 503. */
   #refusing = false
+  /** The size of each request message grpc-js has read, until its handler takes it from the request budget. */
+  readonly #sizes = new WeakMap<object, number>()
 
   constructor (opts: GrpcBindingOptions) {
     this.#opts = opts
@@ -140,7 +155,11 @@ export class GrpcBinding {
       // The server reads requests and writes answers; the other two are proto-loader's, for clients.
       definition[rpc] = {
         ...method,
-        requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
+        requestDeserialize: (bytes: Buffer) => {
+          const message = codec.read(request, bytes)
+          this.#sizes.set(message, bytes.length)
+          return message
+        },
         // Answers are serialized before they are written, to take their size from the answer budget.
         responseSerialize: (bytes: Buffer) => bytes
       }
@@ -161,13 +180,22 @@ export class GrpcBinding {
       callback(statusOf(SHUTTING_DOWN, this.#opts.codec))
       return
     }
+    const taken = this.#admit(call, stream)
+    if (taken === null) {
+      this.#observe(spec, REQUESTS_FULL.code, started)
+      callback(statusOf(REQUESTS_FULL, this.#opts.codec))
+      return
+    }
     const gone = new AbortController()
     stream.once('close', () => gone.abort())
     // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
     this.#admission.enter(stream.session ?? stream, gone.signal).then(leave => {
       // The client left while the call waited: there is nobody to answer.
-      if (leave === null) return
-      this.#run(call, spec, version, label).then(result => {
+      if (leave === null) {
+        taken.release()
+        return
+      }
+      this.#run(call, spec, version, label).finally(taken.release).then(result => {
         this.#observe(spec, 0, started)
         this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result), leave)
       }, err => {
@@ -248,20 +276,38 @@ export class GrpcBinding {
       this.#fail(call, spec, SHUTTING_DOWN, started)
       return
     }
+    const taken = this.#admit(call, stream)
+    if (taken === null) {
+      this.#fail(call, spec, REQUESTS_FULL, started)
+      return
+    }
     let claim: StreamClaim
     try {
       claim = this.#opts.streams.claim()
     } catch (err) {
+      taken.release()
       this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
       return
     }
-    this.#run(call, spec, version, label, claim).then(source => {
+    this.#run(call, spec, version, label, claim).finally(taken.release).then(source => {
       this.#observe(spec, 0, started)
       this.#streams.attach(call, stream, type, source as EventSource, claim.release)
     }, err => {
       claim.release()
       this.#fail(call, spec, toJsonRpcError(err, this.#opts.log, spec.method), started)
     })
+  }
+
+  /**
+   * Takes the size of the call's message from the request budget, until its method has it (or the call ends): grpc-js
+   * has read it already, so a call that finds no room is refused at once (null), rather than held.
+   */
+  #admit (call: ServerUnaryCall<Json, unknown> | ServerWritableStream<Json, unknown>, stream: ServerHttp2Stream): Taken | null {
+    const bytes = this.#sizes.get(call.request as object) as number
+    if (bytes === 0) return NOTHING_TAKEN
+    const taken = this.#opts.requests.tryTake(stream.session as object, bytes)
+    if (taken !== null) stream.once('close', taken.release)
+    return taken
   }
 
   #fail (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, error: JsonRpcError, started: number): void {

@@ -1,0 +1,62 @@
+import type { FastifyRequest, preParsingAsyncHookHandler } from 'fastify'
+import type { Taken } from '../services/answer-budget.js'
+import { JsonRpcError, RpcCode } from '../services/errors.js'
+import type { RequestBudget } from '../services/request-budget.js'
+import { connectionOf } from '../plugins/answers.js'
+
+// Request bodies within the request budget (services/request-budget.ts) on the JSON-RPC and HTTP+JSON routes: a body
+// takes its size before it is read, and gives it back once its operation has the message, or its response ended.
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The bytes this request's body took from the request budget, until its operation has the message. */
+    a2aInbound: Taken | null
+  }
+}
+
+/**
+ * How long a request waits for room before it is refused (and never past `server.request_timeout`): long enough for
+ * the requests ahead of it to be handed to their operations, short enough that a refused client retries elsewhere.
+ */
+export const REQUEST_WAIT_MS = 2000
+
+/** 503 with Retry-After, as a storage outage is answered (CONTRACT.md §8.1): the client may retry, here or elsewhere. */
+export function requestBudgetFull (): JsonRpcError {
+  return new JsonRpcError(RpcCode.internalError, 'Internal error', 'server busy: too many request bytes in flight (server.max_request_bytes)', 503, { 'retry-after': '1' })
+}
+
+/**
+ * The preParsing hook: takes the body's size (its `content-length`; a chunked body counts as the limit) before the
+ * body is read, waiting up to `waitMs` for room. A body larger than the limit is left to the 413 that refuses it
+ * unread; a request with no body takes nothing.
+ */
+export function takeRequestBytes (budget: RequestBudget, bodyLimit: number, waitMs: number): preParsingAsyncHookHandler {
+  return async function (request, reply, payload) {
+    const header = request.headers['content-length']
+    const chunked = header === undefined && request.headers['transfer-encoding'] !== undefined
+    const length = chunked ? bodyLimit : Number(header ?? 0)
+    if (!(length > 0 && length <= bodyLimit)) return payload
+    const gone = new AbortController()
+    const abort = (): void => gone.abort()
+    const res = reply.raw
+    res.once('close', abort)
+    const taken = await budget.take(connectionOf(request.raw), length, waitMs, gone.signal)
+    res.off('close', abort)
+    if (taken === null) {
+      // Its body is left unread: the connection is closed once the refusal is sent, rather than kept for the body.
+      if (request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')
+      throw requestBudgetFull()
+    }
+    request.a2aInbound = taken
+    res.once('close', taken.release)
+    return payload
+  }
+}
+
+/** The request's operation has its message (or failed): its body's bytes are given back. Idempotent. */
+export function received (request: FastifyRequest): void {
+  const taken = request.a2aInbound
+  if (taken === null) return
+  request.a2aInbound = null
+  taken.release()
+}
