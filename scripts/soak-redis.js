@@ -16,10 +16,10 @@ const HEAP_MB = 160
  * The slow-reader phase's bound on RSS, MB: what the server may hold by its configuration. On Redis no task lives in
  * the process, so `tasks.max_bytes` plays no part: the old generation (capped, HEAP_MB), the young one (V8's two
  * semi-spaces, 16 MB each), the bytes of answers in flight outside the heap (`server.max_answer_bytes`, 32 MiB), the
- * bytes of requests in flight (`server.max_request_bytes`, 64 MiB), and 64 MB of Node's own (code, stacks, the
+ * bytes of requests in flight (`server.max_request_bytes`, 16 MiB), and 64 MB of Node's own (code, stacks, the
  * allocator's slack: measured 59 MB, a fresh standalone instance's RSS of 119 MB less its 60 MB heap).
  */
-const SLOW_BOUND_MB = HEAP_MB + 32 + 32 + 64 + 64
+const SLOW_BOUND_MB = HEAP_MB + 32 + 32 + 16 + 64
 
 /** A private redis-server on a free port, with an append-only file, so that a restart keeps what was written. */
 async function privateRedis (dir) {
