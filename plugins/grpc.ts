@@ -66,6 +66,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     budget: fastify.a2aAnswers,
     watch,
     publicCard: () => card,
+    maxKeys: config.tasks.max_keys,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
   const limits = config.protocol.grpc

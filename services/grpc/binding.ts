@@ -15,6 +15,7 @@ import { resolveMethod, toJsonRpcError } from '../json-rpc/dispatch.js'
 import type { MethodContext, MethodRegistry } from '../json-rpc/registry.js'
 import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
+import { wireItems } from './wire-scan.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
 import { streamOf, type SessionWatch } from './flow.js'
@@ -77,6 +78,8 @@ export interface GrpcBindingOptions {
   budget: AnswerBudget
   /** Destroys connections whose untaken answers do not move for `server.write_timeout`. */
   watch: SessionWatch
+  /** `tasks.max_keys`: a request with far more keys and items than a message may carry is refused undecoded. */
+  maxKeys: number
 }
 
 const noop = (): void => {}
@@ -122,7 +125,10 @@ export class GrpcBinding {
   }
 
   #service (name: keyof typeof SERVICE_VERSIONS, rpcs: Readonly<Record<string, RpcSpec>>): [ServiceDefinition, UntypedServiceImplementation] {
-    const { codec } = this.#opts
+    const { codec, maxKeys } = this.#opts
+    // Within twice the real count (services/grpc/wire-scan.ts), plus what the HTTP bindings allow an envelope (routes/body.ts).
+    const maxItems = 2 * maxKeys + 1024
+    const tooMany = new Undecodable(`the request carries more object keys and array items than a message may (tasks.max_keys: ${maxKeys})`)
     const loaded = a2aProtos()[name] as unknown as ServiceDefinition
     const definition: Record<string, unknown> = {}
     const handlers: UntypedServiceImplementation = {}
@@ -132,7 +138,7 @@ export class GrpcBinding {
       // The server reads requests and writes answers; the other two are proto-loader's, for clients.
       definition[rpc] = {
         ...method,
-        requestDeserialize: (bytes: Buffer) => codec.read(request, bytes),
+        requestDeserialize: (bytes: Buffer) => wireItems(request, bytes, maxItems) > maxItems ? tooMany : codec.read(request, bytes),
         // Answers are serialized before they are written, to take their size from the answer budget.
         responseSerialize: (bytes: Buffer) => bytes
       }
