@@ -62,7 +62,7 @@ function observe (reply: FastifyReply, code: number): void {
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
 const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
   fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, jsonBodyParser(opts.auth.config.tasks.max_keys))
+  fastify.addContentTypeParser(JSON_TYPE, jsonBodyParser(opts.auth.config.tasks.max_keys, opts.bodyLimit))
 
   // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
   // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)

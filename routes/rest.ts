@@ -147,15 +147,7 @@ interface RestRoute {
 const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) => {
   // JSON in both spellings; an empty body is no body (`:cancel`, `:subscribe` and the GETs need none).
   fastify.removeAllContentTypeParsers()
-  const parseJsonBody = jsonBodyParser(opts.maxKeys)
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit },
-    (request, body, done) => {
-      if (body === '') {
-        done(null, undefined)
-        return
-      }
-      parseJsonBody(request, body as string, done)
-    })
+  fastify.addContentTypeParser(JSON_TYPE, jsonBodyParser(opts.maxKeys, opts.bodyLimit, true))
 
   const registry = fastify.a2aMethods
   const streams = fastify.a2aStreams
