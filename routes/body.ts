@@ -34,20 +34,42 @@ export function jsonTextParser (maxKeys: number): (req: FastifyRequest, body: st
       done(Object.assign(invalidParams(`the request carries more object keys and array items than a message may (tasks.max_keys: ${maxKeys})`), { id: null }))
       return
     }
-    let value: unknown
-    try {
-      value = sjson.parse(body, null, { protoAction: 'remove', constructorAction: 'remove' })
-    } catch {
-      done(parseError('the body is not valid JSON'))
-      return
-    }
-    // Cheap now: the walk visits at most the items counted above.
-    if (tooDeep(value)) {
-      done(Object.assign(new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'nesting is deeper than 64 levels'), { id: null }))
-      return
-    }
-    done(null, value)
+    if (body.length > SPLIT_AT) afterIo(() => parse(body, done))
+    else parse(body, done)
   }
+}
+
+/**
+ * A body of more characters than this is parsed in a later turn than the one that counted its items, with the I/O of
+ * a turn between: 16 MiB of escapes took 19 to 40 ms to count and 35 to 76 ms to parse (2-core machine, 2026-11-27).
+ */
+const SPLIT_AT = 1 << 20
+
+/** Runs `fn` once the event loop has handled the I/O that came meanwhile (the second `setImmediate` comes after it). */
+function afterIo (fn: () => void): void {
+  setImmediate(() => setImmediate(fn))
+}
+
+/**
+ * Parses a counted body. `JSON.parse`, then secure-json-parse's walk that drops `__proto__` and `constructor.prototype`
+ * keys: its `parse` first tests the whole text with two regular expressions (17 ms for 16 MiB of escapes), while
+ * the walk visits at most the items counted, under 1 ms for 10,000. A byte order mark is dropped, as it does.
+ */
+function parse (body: string, done: (err: Error | null, value?: unknown) => void): void {
+  let value: unknown
+  try {
+    value = JSON.parse(body.charCodeAt(0) === 0xfeff ? body.slice(1) : body)
+  } catch {
+    done(parseError('the body is not valid JSON'))
+    return
+  }
+  if (value !== null && typeof value === 'object') sjson.scan(value, { protoAction: 'remove', constructorAction: 'remove' })
+  // Cheap now: the walk visits at most the items counted above.
+  if (tooDeep(value)) {
+    done(Object.assign(new JsonRpcError(RpcCode.invalidRequest, 'Invalid Request', 'nesting is deeper than 64 levels'), { id: null }))
+    return
+  }
+  done(null, value)
 }
 
 /**

@@ -38,3 +38,23 @@ t.test('an empty body is no body where the route allows it, else not valid JSON'
   t.same(await read([], { length: 0, emptyIsNone: true }), { err: null, value: undefined })
   t.match(await read([], { length: 0 }), { err: { code: -32700, data: 'the body is not valid JSON' } })
 })
+
+t.test('a body is parsed as secure-json-parse would: a byte order mark dropped, __proto__ and constructor.prototype keys removed', async t => {
+  const bom = await read(['\ufeff{"a":1}'])
+  t.same(bom.value, { a: 1 })
+  const tricky = await read(['{"a":{"__proto__":{"x":1},"constructor":{"prototype":{"y":2}},"b":[{"\\u005f_proto__":{}}]}}'])
+  t.equal(tricky.err, null)
+  t.same(tricky.value, { a: { b: [{}] } })
+  t.equal(Object.getPrototypeOf((tricky.value as { a: object }).a), Object.prototype)
+  t.same(await read(['12']), { err: null, value: 12 }, 'a value that is no object is left as it is')
+  t.same(await read(['null']), { err: null, value: null })
+})
+
+t.test('a body of over a million characters is parsed the same, in a later turn than it is counted in', async t => {
+  const text = 'z'.repeat(1_200_000)
+  const body = JSON.stringify({ text, nested: [[[]]] })
+  const { err, value } = await read([body], { limit: 2_000_000 })
+  t.equal(err, null)
+  t.same(value, { text, nested: [[[]]] })
+  t.match(await read([`{"text":"${text}",}`], { limit: 2_000_000 }), { err: { code: -32700 } }, 'and refused the same when it is not JSON')
+})
