@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../services/auth/principal.js'
 import authPlugin, { auditCall, type AuthPluginOptions } from '../plugins/auth.js'
@@ -17,7 +16,7 @@ import { cardResponder } from './well-known.js'
 import { cardBindingsOf } from '../services/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
-import { LARGE, jsonPieces, largerThan } from '../services/json-rpc/answer-json.js'
+import { sendJson } from './answer.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -85,36 +84,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     // Counted once its status is set: an answer refused there is counted as the error it then becomes.
     observe(reply, err?.code ?? 0)
     // Within the answer budget: an answer waits for room rather than pile up unread (plugins/answers.ts).
-    if (largerThan(body, LARGE)) sendInTurns(reply, body)
-    else replies.send(reply, () => JSON.stringify(body), json => reply.type(JSON_ANSWER).send(json))
+    // A large one is made a piece a turn (routes/answer.ts).
+    sendJson(replies, reply, body, JSON_ANSWER)
     return reply
-  }
-
-  /**
-   * A large answer (services/json-rpc/answer-json.ts), made a piece a turn, then sent within the answer budget by
-   * `replies.send` as the others are: made again after a wait, so that a waiting answer holds its value, not its bytes.
-   */
-  function sendInTurns (reply: FastifyReply, body: unknown): void {
-    const res = reply.raw
-    let left = false
-    const leave = (): void => { left = true }
-    res.once('close', leave)
-    jsonPieces(body).then(made => {
-      res.off('close', leave)
-      /* c8 ignore next -- a client that leaves in the few turns its answer is made in: a race a test cannot time */
-      if (left) return
-      const length = made.reduce((sum, piece) => sum + piece.length, 0)
-      let first: Buffer[] | null = made
-      replies.send(reply, () => {
-        const pieces = first
-        first = null
-        return { length, pieces }
-      }, ({ pieces }) => {
-        reply.type(JSON_ANSWER).header('content-length', length)
-        if (pieces !== null) reply.send(Readable.from(pieces))
-        else jsonPieces(body).then(again => reply.send(Readable.from(again)))
-      })
-    })
   }
 
   fastify.setErrorHandler(async function (err: FastifyError | JsonRpcError, request, reply) {

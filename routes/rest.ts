@@ -13,6 +13,7 @@ import { majorMinor, versionRefusal } from '../services/a2a/version.js'
 import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
+import { sendJson } from './answer.js'
 
 // The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
 // v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
@@ -197,10 +198,10 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   // a client woken once per turn, not once per answer). One that cannot be sent becomes its request's error.
   // A body goes out within the answer budget (plugins/answers.ts): serialized when it is sent, again after a wait.
   const replies = fastify.a2aReplies
-  function answer ({ reply, status, body }: { reply: FastifyReply, status: number, body: (() => string) | undefined }): void {
+  function answer ({ reply, status, body }: { reply: FastifyReply, status: number, body?: { value: unknown } }): void {
     reply.code(status)
     if (body === undefined) reply.send()
-    else replies.send(reply, body, json => reply.type(A2A_JSON).send(json))
+    else sendJson(replies, reply, body.value, A2A_JSON)
   }
   const outbox = new Outbox(answer, ({ reply }, err) => reply.send(err))
 
@@ -222,7 +223,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     const result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
     observe(reply, 0)
     const status = answering.status ?? 200
-    const body = status === 204 ? undefined : () => JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
+    const body = status === 204 ? undefined : { value: answering.encode === undefined ? result : answering.encode(result) }
     outbox.push({ reply, status, body })
     // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
     return reply

@@ -43,3 +43,17 @@ t.test('a large answer that waits for room in the answer budget is made again an
   t.same((await res.json() as { result: unknown }).result, task)
   await until(() => app.a2aAnswers.bytes === 0)
 })
+
+t.test('a large REST answer reaches its client whole, with its Content-Length, as JSON-RPC\'s does', async t => {
+  const app = await build(t)
+  const text = 'r"\\漢😀'.repeat(300_000)
+  const res = await app.inject({ method: 'POST', url: '/message:send', payload: { message: { messageId: 'r-1', role: 'ROLE_USER', parts: [{ text }] } } })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/(a2a\+)?json/)
+  t.equal(Number(res.headers['content-length']), res.rawPayload.length)
+  const { task } = res.json()
+  t.equal(task.history[0].parts[0].text, text)
+  t.equal(task.artifacts[0].parts[0].text, text)
+  const got = await app.inject({ method: 'GET', url: `/tasks/${task.id}` })
+  t.same(got.json(), task, 'GET /tasks/{id} answers the same task')
+})
