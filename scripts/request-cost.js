@@ -4,7 +4,8 @@
 // request ran (perf_hooks.monitorEventLoopDelay), the longest GC pause, the answer's status and size, and every block
 // over 10 ms in order (a 1 ms timer's lateness): the run with the smallest longest block of --runs runs (default 5), as
 // other work on the machine only ever adds. `--expose-gc` lets it collect between runs. Then each synchronous step of the JSON-RPC
-// path alone, timed around it (minimum over the runs). Flags: --runs N, --case NAME (one case only).
+// path alone, timed around it (minimum over the runs). Flags: --runs N, --case NAME (one case only); COST_LOG=info
+// shows the server's log.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -21,15 +22,15 @@ const { protoCodec, V1_SERVICE } = await import(new URL('services/grpc/protos.js
 
 const config = validateConfig({
   agent: { name: 'Cost', executor: 'echo' },
-  server: { log_level: 'error' },
+  server: { log_level: process.env.COST_LOG ?? 'error' },
   protocol: { grpc: { enabled: true, port: 0, advertised_url: 'grpc://127.0.0.1:1' } }
 })
 const limit = config.server.max_request_size
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-cost-'))
 
-/** A JSON-RPC message/send body of about `limit` bytes whose one text part is `unit` repeated (`unit` as JSON). */
-function textBody (unit, unitBytes) {
-  const head = '{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"'
+/** A JSON-RPC `method` (message/send) body of about `limit` bytes whose one text part is `unit` repeated (`unit` as JSON). */
+function textBody (unit, unitBytes, method = 'message/send') {
+  const head = `{"jsonrpc":"2.0","id":1,"method":"${method}","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"`
   const tail = '"}]}}}'
   const n = Math.floor((limit - head.length - tail.length - 64) / unitBytes)
   return head + unit.repeat(n) + tail
@@ -69,6 +70,7 @@ const cases = {
   'text-latin1': () => ({ http: textBody('a', 1) }),
   'text-two-byte': () => ({ http: textBody('漢', 3) }),
   'text-escapes': () => ({ http: textBody('\\n', 2) }),
+  'stream-latin1': () => ({ http: textBody('a', 1, 'message/stream') }),
   'keys-at-limit': () => ({ http: keysBody(config.tasks.max_keys) }),
   'keys-over-limit': () => ({ http: keysBody(1_000_000).slice(0, limit - 1) }),
   'rest-latin1': () => ({ http: restBody('a', 1), path: 'message:send' }),
@@ -86,7 +88,9 @@ if (kind === 'http') {
     let n = 0
     res.on('data', c => { n += c.length })
     res.on('end', () => { console.log(res.statusCode + ' ' + n); process.exit(0) })
+    res.on('error', err => { console.log(res.statusCode + ' ' + n + ' then ' + err.code); process.exit(0) })
   })
+  req.on('error', err => { console.log('error ' + err.code); process.exit(0) })
   req.end(bytes)
 } else {
   const grpc = require('@grpc/grpc-js')
