@@ -84,9 +84,9 @@ export class HttpAnswers {
   /**
    * Sends a JSON answer once the budget has room for it, and gives the room back once the response is done (taken
    * by the client, or its connection gone). `serialize` runs again after a wait: a waiting answer holds its result,
-   * not its bytes. `write` sends the JSON it is given.
+   * not its bytes. `write` sends the JSON it is given (or what stands for it: its `length` is what it takes).
    */
-  send (reply: FastifyReply, serialize: () => string, write: (json: string) => void): void {
+  send<T extends { length: number } = string> (reply: FastifyReply, serialize: () => T, write: (json: T) => void): void {
     const res = reply.raw
     const connection = connectionOf(reply.request.raw)
     const json = serialize()
@@ -106,7 +106,7 @@ export class HttpAnswers {
     })
   }
 
-  #write (res: ServerResponse, taken: Taken, json: string, write: (json: string) => void): void {
+  #write<T> (res: ServerResponse, taken: Taken, json: T, write: (json: T) => void): void {
     res.once('close', taken.release)
     write(json)
     this.watch(res)

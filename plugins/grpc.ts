@@ -67,6 +67,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     requests: fastify.a2aRequests,
     watch,
     publicCard: () => card,
+    maxKeys: config.tasks.max_keys,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
   const limits = config.protocol.grpc

@@ -17,6 +17,7 @@ import { cardBindingsOf } from '../services/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { REQUEST_WAIT_MS, received, takeRequestBytes } from './inbound.js'
+import { sendJson } from './answer.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -63,7 +64,7 @@ function observe (reply: FastifyReply, code: number): void {
 /** `POST /`: the JSON-RPC 2.0 endpoint (CONTRACT.md §4). Encapsulated: parsers and hooks stay in here. */
 const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, opts) => {
   fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit }, jsonBodyParser(opts.auth.config.tasks.max_keys))
+  fastify.addContentTypeParser(JSON_TYPE, jsonBodyParser(opts.auth.config.tasks.max_keys, opts.bodyLimit))
 
   // Once the server is closing, an answer also closes its connection: sent after Fastify has closed the idle ones,
   // it would otherwise leave a kept-alive socket holding the close up. (HTTP/2 has no such header.)
@@ -84,7 +85,8 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
     // Counted once its status is set: an answer refused there is counted as the error it then becomes.
     observe(reply, err?.code ?? 0)
     // Within the answer budget: an answer waits for room rather than pile up unread (plugins/answers.ts).
-    replies.send(reply, () => JSON.stringify(body), json => reply.type(JSON_ANSWER).send(json))
+    // A large one is made a piece a turn (routes/answer.ts).
+    sendJson(replies, reply, body, JSON_ANSWER)
     return reply
   }
 

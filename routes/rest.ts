@@ -14,6 +14,7 @@ import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { received } from './inbound.js'
+import { sendJson } from './answer.js'
 
 // The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
 // v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
@@ -148,15 +149,7 @@ interface RestRoute {
 const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) => {
   // JSON in both spellings; an empty body is no body (`:cancel`, `:subscribe` and the GETs need none).
   fastify.removeAllContentTypeParsers()
-  const parseJsonBody = jsonBodyParser(opts.maxKeys)
-  fastify.addContentTypeParser(JSON_TYPE, { parseAs: 'string', bodyLimit: opts.bodyLimit },
-    (request, body, done) => {
-      if (body === '') {
-        done(null, undefined)
-        return
-      }
-      parseJsonBody(request, body as string, done)
-    })
+  fastify.addContentTypeParser(JSON_TYPE, jsonBodyParser(opts.maxKeys, opts.bodyLimit, true))
 
   const registry = fastify.a2aMethods
   const streams = fastify.a2aStreams
@@ -206,10 +199,10 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   // a client woken once per turn, not once per answer). One that cannot be sent becomes its request's error.
   // A body goes out within the answer budget (plugins/answers.ts): serialized when it is sent, again after a wait.
   const replies = fastify.a2aReplies
-  function answer ({ reply, status, body }: { reply: FastifyReply, status: number, body: (() => string) | undefined }): void {
+  function answer ({ reply, status, body }: { reply: FastifyReply, status: number, body?: { value: unknown } }): void {
     reply.code(status)
     if (body === undefined) reply.send()
-    else replies.send(reply, body, json => reply.type(A2A_JSON).send(json))
+    else sendJson(replies, reply, body.value, A2A_JSON)
   }
   const outbox = new Outbox(answer, ({ reply }, err) => reply.send(err))
 
@@ -237,7 +230,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     }
     observe(reply, 0)
     const status = answering.status ?? 200
-    const body = status === 204 ? undefined : () => JSON.stringify(answering.encode === undefined ? result : answering.encode(result))
+    const body = status === 204 ? undefined : { value: answering.encode === undefined ? result : answering.encode(result) }
     outbox.push({ reply, status, body })
     // The reply itself tells Fastify that the answer is on its way: it sends nothing in its place.
     return reply

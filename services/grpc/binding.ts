@@ -16,6 +16,7 @@ import { resolveMethod, toJsonRpcError } from '../json-rpc/dispatch.js'
 import type { MethodContext, MethodRegistry } from '../json-rpc/registry.js'
 import type { Logger } from '../logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
+import { wireItems } from './wire-scan.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
 import { statusOf } from './status.js'
 import { ConnectionAdmission } from './admission.js'
@@ -84,6 +85,8 @@ export interface GrpcBindingOptions {
    * message takes its size until its method has it; one that finds no room is refused RESOURCE_EXHAUSTED.
    */
   requests: RequestBudget
+  /** `tasks.max_keys`: a request with far more keys and items than a message may carry is refused undecoded. */
+  maxKeys: number
 }
 
 const noop = (): void => {}
@@ -145,7 +148,10 @@ export class GrpcBinding {
   }
 
   #service (name: keyof typeof SERVICE_VERSIONS, rpcs: Readonly<Record<string, RpcSpec>>): [ServiceDefinition, UntypedServiceImplementation] {
-    const { codec } = this.#opts
+    const { codec, maxKeys } = this.#opts
+    // Within twice the real count (services/grpc/wire-scan.ts), plus what the HTTP bindings allow an envelope (routes/body.ts).
+    const maxItems = 2 * maxKeys + 1024
+    const tooMany = new Undecodable(`the request carries more object keys and array items than a message may (tasks.max_keys: ${maxKeys})`)
     const loaded = a2aProtos()[name] as unknown as ServiceDefinition
     const definition: Record<string, unknown> = {}
     const handlers: UntypedServiceImplementation = {}
@@ -156,6 +162,7 @@ export class GrpcBinding {
       definition[rpc] = {
         ...method,
         requestDeserialize: (bytes: Buffer) => {
+          if (wireItems(request, bytes, maxItems) > maxItems) return tooMany
           const message = codec.read(request, bytes)
           this.#sizes.set(message, bytes.length)
           return message
@@ -303,7 +310,8 @@ export class GrpcBinding {
    * has read it already, so a call that finds no room is refused at once (null), rather than held.
    */
   #admit (call: ServerUnaryCall<Json, unknown> | ServerWritableStream<Json, unknown>, stream: ServerHttp2Stream): Taken | null {
-    const bytes = this.#sizes.get(call.request as object) as number
+    // An empty message, or one refused undecoded (too many items), holds nothing worth counting.
+    const bytes = this.#sizes.get(call.request as object) ?? 0
     if (bytes === 0) return NOTHING_TAKEN
     const taken = this.#opts.requests.tryTake(stream.session as object, bytes)
     if (taken !== null) stream.once('close', taken.release)

@@ -78,10 +78,14 @@ export class ProtoCodec {
     return this.toJson(type, message)
   }
 
-  /** Writes a ProtoJSON object as a message of `type`. */
+  /**
+   * Writes a ProtoJSON object as a message of `type`. The Buffer is a view of the bytes protobufjs wrote, not a copy:
+   * copying the 33 MB answer to a 16 MiB text message took 22 ms of the 65 its writing took (2026-11-27).
+   */
   write (type: protobuf.Type, json: unknown): Buffer {
     const object = this.fromJson(type, (json ?? {}) as Json)
-    return Buffer.from(type.encode(type.fromObject(object)).finish())
+    const bytes = type.encode(type.fromObject(object)).finish()
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   }
 
   /** A decoded message as ProtoJSON: only the fields it carries, each in its JSON form. */

@@ -1,7 +1,8 @@
 import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
 import { build, listenGrpc, restCall, rpc, userMessage } from '../helper.js'
-import { grpcClients, unary } from './grpc-client.js'
+import { grpcClients, rawUnary, unary } from './grpc-client.js'
+import { V1_SERVICE, protoCodec } from '../../services/grpc/protos.js'
 
 // Issue 39, row 4: what one message may carry (tasks.max_parts, tasks.max_keys), refused alike on every binding
 // by the same check (services/a2a/operations.ts), and a body far past it refused before it is parsed (routes/body.ts).
@@ -73,4 +74,21 @@ t.test('a body with far more keys than a message may carry is refused with -3260
   t.match(rest.body, { error: { code: 400, status: 'INVALID_ARGUMENT' } })
   const keysInText = await send(app, userMessage(JSON.stringify(data(5000))))
   t.match(keysInText.body, { result: { kind: 'task' } }, 'what looks like keys inside a string counts nothing')
+})
+
+t.test('a gRPC request with far more keys than a message may carry is refused INVALID_ARGUMENT before it is decoded', async t => {
+  const { target } = await listenGrpc(t, { config: limits })
+  const { raw } = grpcClients(t, target)
+  const codec = protoCodec()
+  const type = codec.type('lf.a2a.v1.SendMessageRequest')
+  const send = (keys: number) => rawUnary(raw, `/${V1_SERVICE}/SendMessage`,
+    codec.write(type, { message: { messageId: 'g-2', role: 'ROLE_USER', parts: [{ data: data(keys).data }] } }))
+  // A Struct key counts two on the wire (services/grpc/wire-scan.ts): past twice max_keys plus 1024, refused undecoded.
+  const over = await send(700)
+  t.equal(over.error?.code, Status.INVALID_ARGUMENT)
+  t.match(over.error?.details, /the request carries more object keys and array items than a message may \(tasks\.max_keys: 100\)/)
+  const decoded = await send(101)
+  t.equal(decoded.error?.code, Status.INVALID_ARGUMENT)
+  t.match(decoded.error?.details, /params\.message: more object keys and array items than tasks\.max_keys/, 'between the bounds, decoded and refused by the exact count')
+  t.equal((await send(90)).error, undefined, 'below the limit it is served')
 })
