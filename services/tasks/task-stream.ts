@@ -35,7 +35,7 @@ export const MAX_QUEUED_BYTES = 1024 * 1024
 
 /**
  * However fast it reads, a consumer may not fall further behind than this, held and queued beyond the result being
- * written, on a binding that cuts off consumers that stop reading by itself (`StreamSink.limit`): past it the stream
+ * written and the next one to write, on a binding that cuts off consumers that stop reading by itself (`StreamSink.limit`): past it the stream
  * is cut off at once, so what a fast agent piles up for one consumer stays bounded between the binding's looks.
  */
 export const MAX_BEHIND_BYTES = 16 * 1024 * 1024
@@ -309,7 +309,10 @@ export class TaskEventStream {
       }
     }
     this.#hold(result)
-    if (sink !== null && this.#heldBytes + sink.queued() > (sink.limit ?? MAX_QUEUED_BYTES)) sink.abort()
+    // The next result to write is spared, as the sink spares the one being written: a client that reads gets an event
+    // of any size (a 16 MiB message echoed), and only what waits behind it counts.
+    const next = this.#held[0].bytes
+    if (sink !== null && this.#heldBytes - next + sink.queued() > (sink.limit ?? MAX_QUEUED_BYTES)) sink.abort()
   }
 
   /** Writes one result; false when the sink had no room for it (nothing written: the caller holds it). */

@@ -159,6 +159,15 @@ t.test('a client that reads gets stream events larger than 1 MiB whole, on every
   t.equal(server.a2aStreams.size, 0)
 })
 
+t.test('a client that reads gets a stream whose events are each larger than 16 MiB: a message of almost max_request_size, echoed', async t => {
+  const { url } = await app(t, {}, { config: { protocol: { dialect: 'a2a' } } })
+  const text = 'v'.repeat(16_700_000)
+  const streamed = await postStream(url, rpc('message/stream', { message: userMessage(text) }))
+  t.equal(streamed.events.at(-1).result.status.state, 'completed')
+  t.ok(streamed.events.some(e => e.result.kind === 'artifact-update' && e.result.artifact.parts[0].text.length === text.length),
+    'the artifact arrived whole')
+})
+
 t.test('a stream ended with bytes its client has not taken keeps its slot, and is counted open, until they are taken', async t => {
   const { app: server, url } = await app(t, { max_streams: 1 })
   const { port } = new URL(url)

@@ -176,6 +176,23 @@ t.test('a2a dialect: a consumer whose held and queued results pass its sink\'s l
   t.equal(s.aborted(), 1, 'what waits (400 KiB) and what is queued pass the limit')
 })
 
+t.test('a2a dialect: the next result to write is spared the limit, as the one being written is, however large', async t => {
+  const bus = new MemoryTaskEventBus()
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const s = slowSink()
+  stream.attach({ ...s.sink, limit: 1024 * 1024 })
+  s.state.full = true
+  // Written: the sink is full from now on, and what comes next is held.
+  bus.publish('t1', status(2, 'in_progress'))
+  bus.publish('t1', chunk(3, 'x'.repeat(2 * 1024 * 1024), false))
+  t.ok(stream.held() > 2 * 1024 * 1024)
+  t.equal(s.aborted(), 0, 'one held result of twice the limit, nothing queued: a reader gets it')
+  bus.publish('t1', status(4, 'in_progress'))
+  t.equal(s.aborted(), 0)
+  bus.publish('t1', chunk(5, 'y'.repeat(1024 * 1024), false))
+  t.equal(s.aborted(), 1, 'what waits behind it counts')
+})
+
 t.test('a result the sink has no room for is not lost: it is held, in order, and written on the next drain', async t => {
   const bus = new MemoryTaskEventBus()
   const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
