@@ -401,6 +401,7 @@ export class StreamHub {
   #drop (stream: OpenStream): void {
     if (!this.#streams.delete(stream)) return
     stream.waiting?.abort()
+    /* c8 ignore next -- a reservation outlives the tick only when the stream goes during the drain its grant starts */
     stream.reserved?.release()
     stream.reserved = null
     stream.source.close()
@@ -451,6 +452,8 @@ export class StreamHub {
       if (bytes === 0) stream.exempt = 0
       return
     }
+    // (An ended stream holds nothing more; a source without `held` counts nothing held.)
+    /* c8 ignore next -- every source of the bindings has `held`: the fallback is for custom sources */
     const behind = bytes - stream.exempt + (this.#streams.has(stream) ? stream.source.held?.() ?? 0 : 0)
     if (now - stream.still >= STILL_MS && behind > this.#maxQueued) this.#cut(stream)
   }

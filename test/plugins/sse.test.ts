@@ -324,6 +324,24 @@ t.test('a stream whose client takes nothing gets no keep-alive, and is reset aft
   t.notMatch(received, /keep-alive/, 'no keep-alive went to a client that took nothing')
 })
 
+t.test('at shutdown, a stream whose client has not taken its last bytes within the grace is reset, and leaves the count', async t => {
+  const budget = new AnswerBudget({ maxBytes: Infinity, maxBytesPerConnection: Infinity })
+  const answers = new HttpAnswers(budget, 60_000, pino({ level: 'silent' }))
+  const { fastify, url, sources } = await app(t, { answers })
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.on('error', () => {})
+  socket.pause()
+  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+  await until(() => sources.length === 1)
+  // More than the kernel's socket buffers take: the stream cannot flush while its client reads nothing.
+  sources[0].write(JSON.stringify({ text: 'x'.repeat(24 * 1024 * 1024) }))
+  fastify.a2aStreams.endAll()
+  t.equal(fastify.a2aStreams.size, 1, 'ended, its last bytes untaken: still counted')
+  await until(() => fastify.a2aStreams.size === 0, 10_000)
+  t.equal(budget.bytes, 0, 'reset after the grace: its room is back')
+})
+
 t.test('an event the answer budget has no room for is refused unwritten; the stream drains once room comes back', async t => {
   const budget = new AnswerBudget({ maxBytes: 1024, maxBytesPerConnection: 1024 })
   const answers = new HttpAnswers(budget, 30_000, pino({ level: 'silent' }))
@@ -349,7 +367,8 @@ t.test('a stream that goes while it waits for room gives up the wait', async t =
   const budget = new AnswerBudget({ maxBytes: 1024, maxBytesPerConnection: 1024 })
   const answers = new HttpAnswers(budget, 30_000, pino({ level: 'silent' }))
   const { fastify, url, sources } = await app(t, { answers })
-  const other = budget.tryTake({}, 1000) as NonNullable<ReturnType<AnswerBudget['tryTake']>>
+  // All the room: no grant can come before the stream goes.
+  const other = budget.tryTake({}, 1024) as NonNullable<ReturnType<AnswerBudget['tryTake']>>
   const ac = new AbortController()
   await fetch(url + '/stream', { method: 'POST', signal: ac.signal })
   await until(() => sources.length === 1)

@@ -62,7 +62,7 @@ t.test('one connection sending 120 GetTask calls for a 4 MB task without reading
   tasks.get = async (...args) => { reads++; return await get(...args) }
   t.teardown(() => { tasks.get = get })
   const session = rawSession(t, target)
-  for (let i = 0; i < 120; i++) neverRead(session, 'GetTask', { id })
+  const calls = Array.from({ length: 120 }, () => neverRead(session, 'GetTask', { id }))
   const budget = app.a2aAnswers
   // (protocol.grpc.max_concurrent_streams, 100, lets 100 of them run at once; the client queues the others.) One
   // answer is in flight, four are prepared and wait for room; the other 95 wait before they run, holding no task.
@@ -70,6 +70,11 @@ t.test('one connection sending 120 GetTask calls for a 4 MB task without reading
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(budget.waiting, 4, 'no more answers are prepared while the client takes nothing')
   t.equal(reads, 5, 'the task was read for the answer in flight and the four prepared, not for every call')
+  // A call waiting its turn whose client gives up: it never runs, and its request's bytes go back.
+  const requests = app.a2aRequests.bytes
+  calls[99].stream.close(constants.NGHTTP2_CANCEL)
+  await until(() => app.a2aRequests.bytes < requests, 3000)
+  t.equal(reads, 5, 'the call given up never ran')
   const perConnection = app.a2aConfig.server.max_answer_bytes_per_connection
   t.comment(`held: ${budget.bytes} bytes of answers, ${budget.waiting} answers waiting`)
   t.ok(budget.bytes <= perConnection + 4_100_000, `the connection holds at most its share and one answer (${budget.bytes} bytes)`)
