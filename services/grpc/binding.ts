@@ -196,6 +196,7 @@ export class GrpcBinding {
     const gone = new AbortController()
     stream.once('close', () => gone.abort())
     // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
+    /* c8 ignore next -- a stream has no session only once its client is gone, between grpc-js reading it and here */
     this.#admission.enter(stream.session ?? stream, gone.signal).then(leave => {
       // The client left while the call waited: there is nobody to answer.
       if (leave === null) {
