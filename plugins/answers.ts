@@ -4,7 +4,7 @@ import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { AnswerBudget, type Taken } from '../services/answer-budget.js'
+import { AnswerBudget, stalledFor, type Stall, type Taken } from '../services/answer-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -53,13 +53,6 @@ export function reset (res: ServerResponse): void {
   else res.destroy()
 }
 
-interface Watched {
-  /** `untaken` at the last look. */
-  last: number
-  /** When those bytes last moved (or the watch began). */
-  since: number
-}
-
 /**
  * The HTTP routes' answers within the answer budget, and the watch on responses whose client stopped taking them.
  */
@@ -67,7 +60,7 @@ export class HttpAnswers {
   readonly budget: AnswerBudget
   readonly #writeTimeoutMs: number
   readonly #log: FastifyBaseLogger
-  readonly #watched = new Map<ServerResponse, Watched>()
+  readonly #watched = new Map<ServerResponse, Stall>()
   #timer: NodeJS.Timeout | undefined
 
   constructor (budget: AnswerBudget, writeTimeoutMs: number, log: FastifyBaseLogger) {
@@ -128,10 +121,7 @@ export class HttpAnswers {
     const now = Date.now()
     for (const [res, watched] of this.#watched) {
       const bytes = untaken(res)
-      if (bytes === 0 || bytes !== watched.last) {
-        watched.last = bytes
-        watched.since = now
-      } else if (now - watched.since >= this.#writeTimeoutMs) {
+      if (stalledFor(watched, bytes, now, this.#writeTimeoutMs)) {
         this.#watched.delete(res)
         this.#log.info({ untaken: bytes }, 'connection closed: its client took nothing of what was written within server.write_timeout')
         reset(res)

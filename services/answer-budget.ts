@@ -163,3 +163,22 @@ export class AnswerBudget {
     }
   }
 }
+
+/** What a watch of a connection's untaken bytes last saw: how many, and since when they have not moved. */
+export interface Stall {
+  last: number
+  since: number
+}
+
+/**
+ * Whether `bytes` untaken have stayed the same, and above 0, for `timeoutMs` (the `server.write_timeout` check of
+ * every binding); records what it saw in `stall` for the next look.
+ */
+export function stalledFor (stall: Stall, bytes: number, now: number, timeoutMs: number): boolean {
+  if (bytes === 0 || bytes !== stall.last) {
+    stall.last = bytes
+    stall.since = now
+    return false
+  }
+  return now - stall.since >= timeoutMs
+}

@@ -1,4 +1,5 @@
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
+import { stalledFor, type Stall } from '../answer-budget.js'
 import type { Logger } from '../logger.js'
 
 // What a gRPC call's client has taken of what was written to it (issue 39 row 1). grpc-js writes each answer to the
@@ -30,11 +31,9 @@ export function resetStream (stream: ServerHttp2Stream): void {
   stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM)
 }
 
-interface Watched {
+/** A watched connection: its streams, and what their untaken bytes last were. */
+interface Watched extends Stall {
   readonly streams: Set<ServerHttp2Stream>
-  /** Untaken bytes of its streams at the last look, and since when they have not moved. */
-  last: number
-  since: number
 }
 
 /** How often the watched connections are looked at: one is closed at most this much past `server.write_timeout`. */
@@ -82,10 +81,7 @@ export class SessionWatch {
     for (const [session, watched] of this.#sessions) {
       let bytes = 0
       for (const stream of watched.streams) bytes += stream.writableLength
-      if (bytes === 0 || bytes !== watched.last) {
-        watched.last = bytes
-        watched.since = now
-      } else if (now - watched.since >= this.#timeoutMs) {
+      if (stalledFor(watched, bytes, now, this.#timeoutMs)) {
         this.#sessions.delete(session)
         this.#log.info({ untaken: bytes }, 'gRPC connection closed: its client took nothing of what was written within server.write_timeout')
         session.destroy()
