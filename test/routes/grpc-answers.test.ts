@@ -3,9 +3,9 @@ import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
 import type { AgentExecutor } from '../../index.js'
 import { listenGrpc, until } from '../helper.js'
-import { V1_SERVICE, protoCodec } from '../../services/grpc/protos.js'
+import { V1_SERVICE } from '../../services/grpc/protos.js'
 import { streamOf } from '../../services/grpc/flow.js'
-import { grpcClients, unary } from './grpc-client.js'
+import { grpcClients, grpcFrame, unary } from './grpc-client.js'
 
 // gRPC answers a client does not read (issue 39 row 1): every unary answer and streamed event takes its bytes from
 // the answer budget (server.max_answer_bytes, and per connection, the HTTP/2 session) until the client has taken
@@ -15,16 +15,6 @@ import { grpcClients, unary } from './grpc-client.js'
 
 const small: AgentExecutor = async function * () { yield 'ok' }
 const user = (text: string) => ({ messageId: `a-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] })
-const codec = protoCodec()
-
-/** A gRPC request frame: the 5-byte prefix, then the message. */
-function frame (rpc: string, request: unknown): Buffer {
-  const bytes = codec.write(codec.method(V1_SERVICE, rpc).request, request)
-  const prefix = Buffer.alloc(5)
-  prefix.writeUInt32BE(bytes.length, 1)
-  return Buffer.concat([prefix, bytes])
-}
-
 /** A raw HTTP/2 connection to the gRPC port, closed at teardown. */
 function rawSession (t: { teardown: (fn: () => void) => void }, target: string): ClientHttp2Session {
   const session = connect(`http://${target}`)
@@ -37,7 +27,7 @@ function rawSession (t: { teardown: (fn: () => void) => void }, target: string):
 function neverRead (session: ClientHttp2Session, rpc: string, request: unknown): { stream: ClientHttp2Stream, status: Promise<number | undefined> } {
   const stream = session.request({ ':method': 'POST', ':path': `/${V1_SERVICE}/${rpc}`, 'content-type': 'application/grpc', te: 'trailers' })
   stream.on('error', () => {})
-  stream.end(frame(rpc, request))
+  stream.end(grpcFrame(rpc, request))
   stream.pause()
   const status = new Promise<number | undefined>(resolve => {
     stream.once('response', headers => resolve(headers['grpc-status'] === undefined ? undefined : Number(headers['grpc-status'])))

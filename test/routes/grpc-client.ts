@@ -4,7 +4,7 @@ import { protoPath as healthProto } from 'grpc-health-check'
 import { loadSync } from '@grpc/proto-loader'
 import protobuf from 'protobufjs'
 import type { Teardown } from '../helper.js'
-import { LOAD_OPTIONS, PROTO_ROOT, V03_SERVICE, V1_SERVICE, a2aProtos } from '../../services/grpc/protos.js'
+import { LOAD_OPTIONS, PROTO_ROOT, V03_SERVICE, V1_SERVICE, a2aProtos, protoCodec } from '../../services/grpc/protos.js'
 
 // A plain grpc-js client of the binding (its own stubs, from the vendored protos by proto-loader, as any grpc-js user
 // makes them): calls with metadata, streams read to their end, raw bytes for bad input, and the status details read
@@ -98,4 +98,13 @@ export function statusDetails (error: ServiceError): { code: number, message: st
       return { '@type': any.type_url, ...type.toObject(type.decode(any.value), { defaults: true }) }
     })
   }
+}
+
+/** A gRPC request frame of a v1.0 RPC's request, as a raw HTTP/2 client sends it: the 5-byte prefix, then the message. */
+export function grpcFrame (rpc: string, request: unknown): Buffer {
+  const codec = protoCodec()
+  const bytes = codec.write(codec.method(V1_SERVICE, rpc).request, request)
+  const prefix = Buffer.alloc(5)
+  prefix.writeUInt32BE(bytes.length, 1)
+  return Buffer.concat([prefix, bytes])
 }

@@ -10,8 +10,8 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import type { AgentExecutor } from '../../index.js'
 import { TEST_REDIS, listen, listenGrpc, parseSse, redisDb, rpc, until, userMessage } from '../helper.js'
-import { V1_SERVICE, protoCodec } from '../../services/grpc/protos.js'
-import { grpcClients, unary } from './grpc-client.js'
+import { V1_SERVICE } from '../../services/grpc/protos.js'
+import { grpcClients, grpcFrame, unary } from './grpc-client.js'
 import { ANONYMOUS } from '../../services/auth/principal.js'
 
 const MiB = 1024 * 1024
@@ -132,21 +132,11 @@ t.test('a chunked body counts as server.max_request_size from before it is read;
 // gRPC: the scenario of issue 39 (300 SendStreamingMessage calls each carrying a large message, on one client), its
 // messages scaled down to 200 kB against a 256 KiB connection share.
 
-const codec = protoCodec()
-
-/** A gRPC request frame: the 5-byte prefix, then the message. */
-function frame (rpc: string, request: unknown): Buffer {
-  const bytes = codec.write(codec.method(V1_SERVICE, rpc).request, request)
-  const prefix = Buffer.alloc(5)
-  prefix.writeUInt32BE(bytes.length, 1)
-  return Buffer.concat([prefix, bytes])
-}
-
 /** A call on a raw HTTP/2 session; settles with its grpc-status, once known (trailers or a trailers-only answer). */
 function rawCall (session: ClientHttp2Session, rpc: string, request: unknown): Promise<number | undefined> {
   const stream = session.request({ ':method': 'POST', ':path': `/${V1_SERVICE}/${rpc}`, 'content-type': 'application/grpc', te: 'trailers' })
   stream.on('error', () => {})
-  stream.end(frame(rpc, request))
+  stream.end(grpcFrame(rpc, request))
   stream.resume()
   return new Promise(resolve => {
     stream.once('response', headers => { if (headers['grpc-status'] !== undefined) resolve(Number(headers['grpc-status'])) })
