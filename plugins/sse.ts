@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http'
 import type { StreamSlots } from '../services/auth/stream-slots.js'
 import { AnswerBudget, type Taken } from '../services/answer-budget.js'
 import { MAX_BEHIND_BYTES, MAX_QUEUED_BYTES, type StreamSink } from '../services/tasks/task-stream.js'
-import { HttpAnswers, connectionOf, reset, untaken } from './answers.js'
+import { HttpAnswers, connectionOf, gone, reset, untaken } from './answers.js'
 import type { JsonRpcFailure } from '../services/json-rpc/dispatch.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import type { JsonRpcId } from '../services/json-rpc/registry.js'
@@ -116,11 +116,6 @@ interface OpenStream {
   /** `untaken` at the last look, and since when it has not moved. */
   untaken: number
   still: number
-}
-
-/** The client has gone: the HTTP/1 response or the HTTP/2 stream under it is destroyed. */
-function gone (res: ServerResponse): boolean {
-  return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true
 }
 
 function uncork (stream: OpenStream): void {

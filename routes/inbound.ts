@@ -2,7 +2,7 @@ import type { FastifyRequest, preParsingAsyncHookHandler } from 'fastify'
 import type { Taken } from '../services/answer-budget.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import type { RequestBudget } from '../services/request-budget.js'
-import { connectionOf } from '../plugins/answers.js'
+import { connectionOf, gone } from '../plugins/answers.js'
 
 // Request bodies within the request budget (services/request-budget.ts) on the JSON-RPC and HTTP+JSON routes: a body
 // takes its size before it is read, and gives it back once its operation has the message, or its response ended.
@@ -36,11 +36,11 @@ export function takeRequestBytes (budget: RequestBudget, bodyLimit: number, wait
     const chunked = header === undefined && request.headers['transfer-encoding'] !== undefined
     const length = chunked ? bodyLimit : Number(header ?? 0)
     if (!(length > 0 && length <= bodyLimit)) return payload
-    const gone = new AbortController()
-    const abort = (): void => gone.abort()
+    const left = new AbortController()
+    const abort = (): void => left.abort()
     const res = reply.raw
     res.once('close', abort)
-    const taken = await budget.take(connectionOf(request.raw), length, waitMs, gone.signal)
+    const taken = await budget.take(connectionOf(request.raw), length, waitMs, left.signal)
     res.off('close', abort)
     if (taken === null) {
       // Its body is left unread: the connection is closed once the refusal is sent, rather than kept for the body.
@@ -48,7 +48,9 @@ export function takeRequestBytes (budget: RequestBudget, bodyLimit: number, wait
       throw requestBudgetFull()
     }
     request.a2aInbound = taken
-    res.once('close', taken.release)
+    // A client gone before its bytes were taken (its `close` past): they are given back now, not held for good.
+    if (gone(res)) taken.release()
+    else res.once('close', taken.release)
     return payload
   }
 }

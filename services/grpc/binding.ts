@@ -194,7 +194,10 @@ export class GrpcBinding {
       return
     }
     const gone = new AbortController()
-    stream.once('close', () => gone.abort())
+    // (A stream closed already has emitted its `close`: see #admit.)
+    /* c8 ignore next -- the client resetting its call between grpc-js reading it and here: a race a test cannot time */
+    if (stream.destroyed) gone.abort()
+    else stream.once('close', () => gone.abort())
     // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
     /* c8 ignore next -- a stream has no session only once its client is gone, between grpc-js reading it and here */
     this.#admission.enter(stream.session ?? stream, gone.signal).then(leave => {
@@ -315,7 +318,11 @@ export class GrpcBinding {
     const bytes = this.#sizes.get(call.request as object) ?? 0
     if (bytes === 0) return NOTHING_TAKEN
     const taken = this.#opts.requests.tryTake(stream.session as object, bytes)
-    if (taken !== null) stream.once('close', taken.release)
+    // A stream closed already (its client reset the call as grpc-js read it) has emitted its `close`: a listener
+    // added now would never run, and the bytes would be held for good. The call then runs unanswered.
+    /* c8 ignore next -- that race */
+    if (taken !== null && stream.destroyed) taken.release()
+    else if (taken !== null) stream.once('close', taken.release)
     return taken
   }
 

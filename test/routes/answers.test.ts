@@ -120,6 +120,28 @@ t.test('a client that leaves while its answer waits for room takes nothing and h
   t.pass('the wait ended with its client, and the first answer gave its room back when its socket went')
 })
 
+t.test('requests whose clients leave mid-body take no answer room: the budget does not fill with answers nobody can get', async t => {
+  // Each left request is answered (an error of about 120 bytes) after its socket has closed; room taken then was
+  // never given back, and after some 550 of them the least budget there may be (64 KiB) was full: every later
+  // answer waited for good.
+  const { app: server, url } = await app(t, { max_answer_bytes: 65_536, max_answer_bytes_per_connection: 65_536 })
+  const { port } = new URL(url)
+  for (let round = 0; round < 30; round++) {
+    await Promise.all(Array.from({ length: 20 }, async () => {
+      const socket = connect(Number(port), '127.0.0.1')
+      await new Promise(resolve => socket.once('connect', resolve))
+      socket.write('POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"')
+      await until(() => server.a2aRequests.bytes >= 1000)
+      socket.destroy()
+    }))
+    await until(() => server.a2aRequests.bytes === 0)
+  }
+  t.equal(server.a2aAnswers.bytes, 0, 'no room is held for the clients that left')
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('status')), signal: AbortSignal.timeout(10_000) })
+  t.equal(res.status, 200, 'the next client is answered')
+  t.equal(server.a2aAnswers.waiting, 0)
+})
+
 /** Reads a whole SSE answer of a POST through a client that reads as fast as it can. */
 async function streamOf (url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number, raw: string }> {
   const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
