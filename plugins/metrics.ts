@@ -26,10 +26,12 @@ const metricsPlugin: FastifyPluginAsync<MetricsPluginOptions> = async (fastify, 
   // Loaded only when metrics are on, as ioredis and BullMQ are only with Redis: prom-client costs memory at start.
   const { A2AMetrics } = await import('../services/metrics.js')
   const metrics = new A2AMetrics({
-    // Both are decorated after this plugin: they are read only when a request is answered or a scrape runs.
+    // All are decorated after this plugin: they are read only when a request is answered or a scrape runs.
     knownMethod: name => fastify.a2aMethods.has(name),
     // SSE streams and gRPC server streams alike, each until its client has taken its last bytes.
-    openStreams: () => fastify.a2aStreams.size + (fastify.a2aGrpc?.binding?.size ?? 0)
+    openStreams: () => fastify.a2aStreams.size + (fastify.a2aGrpc?.binding?.size ?? 0),
+    answerBytes: () => fastify.a2aAnswers.bytes,
+    requestBytes: () => fastify.a2aRequests.bytes
   })
   // Counted from the task service's own events, never by scanning the store.
   fastify.a2aTasks.onCreate(record => metrics.taskCreated(record.task.status.state))

@@ -38,3 +38,19 @@ export async function rpc (url, method, params, headers = {}) {
   if (res.statusCode >= 500) throw new Error(`${method}: HTTP ${res.statusCode} ${text.slice(0, 200)}`)
   return text.length > 0 && res.headers['content-type']?.includes('json') ? JSON.parse(text) : text
 }
+
+/**
+ * What an instance's /metrics says of its memory, MB: RSS, the V8 heap (total and used) and the memory outside it that
+ * V8 knows of (Buffers, mostly); undefined when the instance does not answer.
+ */
+export async function memoryOf (url) {
+  const text = await fetch(`${url}metrics`, { signal: AbortSignal.timeout(2000) }).then(r => r.text(), () => '')
+  const read = name => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 1048576
+  const memory = {
+    rss: read('process_resident_memory_bytes'),
+    heapTotal: read('nodejs_heap_size_total_bytes'),
+    heapUsed: read('nodejs_heap_size_used_bytes'),
+    external: read('nodejs_external_memory_bytes')
+  }
+  return Number.isNaN(memory.rss) ? undefined : memory
+}

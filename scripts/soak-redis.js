@@ -6,7 +6,7 @@ import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
-import { CLI, body, dispatcher, freePort, message, rpc, rssMb } from './soak-common.js'
+import { CLI, body, dispatcher, freePort, memoryOf, message, rpc, rssMb } from './soak-common.js'
 import { grpcNonReaders } from './soak-grpc.js'
 import { slowReaders } from './soak-readers.js'
 
@@ -231,6 +231,16 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
     const slowSampler = setInterval(() => {
       servers.forEach((s, i) => { if (s.child.exitCode === null) slowPeaks[i] = Math.max(slowPeaks[i], rssMb(s.child.pid)) })
     }, 250)
+    // What the memory is made of, at each instance's highest reading of its own metrics.
+    const breakdowns = [undefined, undefined]
+    const sampling = { on: true }
+    const breakdownSampler = (async () => {
+      while (sampling.on) {
+        const readings = await Promise.all(servers.map(s => memoryOf(s.url)))
+        readings.forEach((m, i) => { if (m !== undefined && !(m.rss <= breakdowns[i]?.rss)) breakdowns[i] = m })
+        await new Promise(resolve => setTimeout(resolve, 500))
+      }
+    })()
     const slow = await slowReaders({
       urls: servers.map(s => s.url),
       dispatcher,
@@ -239,6 +249,8 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
       extra: (tasks, holdMs) => grpcNonReaders(tasks.map(({ id }, i) => ({ id, grpc: `http://127.0.0.1:${grpcPorts[i]}` })), holdMs)
     })
     clearInterval(slowSampler)
+    sampling.on = false
+    await breakdownSampler
     // Every stream the phase opened is let go (cut off, or ended and flushed).
     await new Promise(resolve => setTimeout(resolve, 3000))
 
@@ -250,6 +262,10 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
     console.log('traffic:', JSON.stringify(counts), `tasks: ${ids.size}, webhook requests received: ${hook.count()}`)
     console.log(`peak RSS: A ${peaks[0].toFixed(0)} MB, B ${peaks[1].toFixed(0)} MB; open streams after: ${streams.join(', ')}`)
     console.log(`slow readers: ${JSON.stringify(slow)}; peak RSS meanwhile: A ${slowPeaks[0].toFixed(0)} MB, B ${slowPeaks[1].toFixed(0)} MB (bound ${SLOW_BOUND_MB} MB)`)
+    const mb = n => n.toFixed(0)
+    breakdowns.forEach((m, i) => {
+      if (m !== undefined) console.log(`  ${'AB'[i]} at its highest /metrics reading: RSS ${mb(m.rss)} MB = heap ${mb(m.heapTotal)} (used ${mb(m.heapUsed)}) + external ${mb(m.external)} + the rest ${mb(m.rss - m.heapTotal - m.external)}`)
+    })
     console.log(`tasks not terminal or missing a delivery after the settling time: ${pending.length}`)
     for (const id of pending.slice(0, 10)) {
       const task = await get(id)

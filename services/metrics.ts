@@ -8,6 +8,10 @@ export interface MetricsOptions {
   knownMethod: (name: string) => boolean
   /** Open SSE streams now, read at each scrape. */
   openStreams: () => number
+  /** Bytes of answers written and not yet taken by their clients (`server.max_answer_bytes`), read at each scrape. */
+  answerBytes: () => number
+  /** Bytes of requests being received and handled (`server.max_request_bytes`), read at each scrape. */
+  requestBytes: () => number
 }
 
 /** Label of a request whose method is missing or not registered. */
@@ -72,6 +76,22 @@ export class A2AMetrics {
       registers,
       collect () {
         this.set(opts.openStreams())
+      }
+    })
+    new Gauge({ // eslint-disable-line no-new -- as above
+      name: 'a2a_answer_bytes',
+      help: 'Bytes of answers in flight: written and not yet taken by their clients, over every binding.',
+      registers,
+      collect () {
+        this.set(opts.answerBytes())
+      }
+    })
+    new Gauge({ // eslint-disable-line no-new -- as above
+      name: 'a2a_request_bytes',
+      help: 'Bytes of requests in flight: being received, parsed and handled, over every binding.',
+      registers,
+      collect () {
+        this.set(opts.requestBytes())
       }
     })
     this.#deliveries = new Counter({

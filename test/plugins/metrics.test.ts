@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import t from 'tap'
 import type { AgentExecutor } from '../../index.js'
 import { build, listen, postStream, receiver, rpc, until, userMessage } from '../helper.js'
@@ -110,6 +112,35 @@ t.test('tasks by state and open streams follow the tasks and the streams', async
   t.equal(value(after.samples, 'a2a_open_streams'), 0)
   t.match(tasks(after.samples), { submitted: 0, in_progress: 0, completed: 2, canceled: 1 })
   t.equal(value(after.samples, 'a2a_rpc_requests_total', { method: 'message/stream', code: '-32602' }), 1, 'an SSE error event counts with its code')
+})
+
+t.test('a2a_answer_bytes and a2a_request_bytes read the bytes in flight: an answer nobody reads, a body still coming', async t => {
+  const { app, url } = await listen(t, { config: { ...METRICS, server: { max_request_size: 16 * 1024 * 1024 } } })
+  const before = await scrape(url)
+  t.equal(value(before.samples, 'a2a_answer_bytes'), 0)
+  t.equal(value(before.samples, 'a2a_request_bytes'), 0)
+  // An answer of about 8 MB, more than the kernel's buffers take: what its client does not read stays in flight.
+  const sent = await post(url, rpc('message/send', { message: userMessage('x'.repeat(4_000_000)) }))
+  const { port } = new URL(url)
+  const reader = connect(Number(port), '127.0.0.1')
+  const trickle = connect(Number(port), '127.0.0.1')
+  t.teardown(() => { reader.destroy(); trickle.destroy() })
+  await Promise.all([once(reader, 'connect'), once(trickle, 'connect')])
+  reader.pause()
+  reader.write(`GET /tasks/${sent.body.result.id as string} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
+  // A body of 100,000 bytes of which one has come: the request holds its Content-Length until it is answered.
+  trickle.write('POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{')
+  await until(() => app.a2aAnswers.bytes > 0 && app.a2aRequests.bytes > 0)
+  const during = await scrape(url)
+  t.ok((value(during.samples, 'a2a_answer_bytes') as number) > 1_000_000, 'the unread answer is in flight')
+  t.equal(value(during.samples, 'a2a_answer_bytes'), app.a2aAnswers.bytes)
+  t.equal(value(during.samples, 'a2a_request_bytes'), 100_000)
+  reader.destroy()
+  trickle.destroy()
+  await until(() => app.a2aAnswers.bytes === 0 && app.a2aRequests.bytes === 0)
+  const after = await scrape(url)
+  t.equal(value(after.samples, 'a2a_answer_bytes'), 0, 'given back when the connections go')
+  t.equal(value(after.samples, 'a2a_request_bytes'), 0)
 })
 
 t.test('webhook deliveries, failures and retries are counted', async t => {
