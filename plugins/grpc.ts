@@ -68,6 +68,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     watch,
     publicCard: () => card,
     maxKeys: config.tasks.max_keys,
+    idleCheckMs: config.server.heartbeat_interval * 1000,
     observe: metrics === null ? undefined : (method, code, seconds) => metrics.rpc(method, code, seconds)
   })
   const limits = config.protocol.grpc

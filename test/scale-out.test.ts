@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { A2AConfigInput, AgentExecutor } from '../index.js'
+import { RedisTaskStore } from '../services/tasks/redis-store.js'
 import { TEST_REDIS, build, call, listen, postStream, privateRedis, receiver, redisDb, rpc, until, userMessage } from './helper.js'
 
 // This file owns Redis db 8.
@@ -303,5 +304,39 @@ t.test('row 15: streams following a task whose keys vanish (Redis flushed) end w
   t.match(lastFrame(restV10), /^event: error\ndata: /, 'REST: one error event ends the stream')
   t.match(JSON.parse(lastFrame(restV10).split('\ndata: ')[1]), { error: { code: 404, status: 'NOT_FOUND' } })
   t.match(JSON.parse(lastFrame(restV03).split('\ndata: ')[1]), { code: -32001, message: 'Task not found' }, 'v0.3 REST: the JSON-RPC error object')
+  await until(() => b.app.a2aStreams.size === 0)
+})
+
+t.test('streams that missed their task\'s settling event (Redis\' pub/sub lost it, as across a restart) end with the task as stored, on JSON-RPC and REST', async t => {
+  const client = await redisDb(t, DB)
+  const a = await listen(t, { executor, config: shared() })
+  // Heartbeats often, so that the idle streams look at their task soon.
+  const b = await listen(t, { executor, config: shared({ server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 } }) })
+  const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const id = hanging.body.result.id
+  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const streams = Promise.all([
+    postStream(b.url, rpc('tasks/resubscribe', { id })),
+    postStream(b.url, rpc('SubscribeToTask', { id }), { 'a2a-version': '1.0' }),
+    fetch(`${b.url}/v1/tasks/${id}:subscribe`, { method: 'POST', headers: { accept: 'text/event-stream' } }).then(async res => await res.text())
+  ])
+  await until(() => b.app.a2aStreams.size === 3)
+  // The task completes by a write whose event nobody hears: what a subscriber reconnecting to a restarted Redis
+  // misses. (A store with no announcer writes as the instances' does, and publishes nothing.)
+  const silent = new RedisTaskStore(client, { keyPrefix: 'a2a:task:', ttlSeconds: 60, pruneIntervalMs: 0 })
+  t.teardown(() => silent.close())
+  const stored = await silent.get(id)
+  if (stored === null) throw new Error('the task is not stored')
+  const completed = { ...stored.task, status: { state: 'completed' as const, timestamp: new Date().toISOString() } }
+  t.equal(await silent.replace({ ...stored, version: stored.version + 1, task: completed }), true)
+  const [v03, v10, rest] = await streams
+  t.equal(v03.events[0].result.status.state, 'in_progress')
+  t.equal(v03.events[v03.events.length - 1].result.status.state, 'completed', 'JSON-RPC v0.3: the task as stored, last')
+  t.equal(v10.events[0].result.task.status.state, 'TASK_STATE_WORKING')
+  const last = v10.events[v10.events.length - 1].result
+  t.equal(last.task.status.state, 'TASK_STATE_COMPLETED', 'JSON-RPC v1.0: the task as stored, last')
+  t.equal(last.task.metadata['fastify-a2a.resync'], true, 'marked as a resync')
+  const frames = rest.trimEnd().split('\n\n')
+  t.match(JSON.parse(frames[frames.length - 1].split('data: ')[1]), { task: { status: { state: 'TASK_STATE_COMPLETED' } } }, 'REST alike')
   await until(() => b.app.a2aStreams.size === 0)
 })

@@ -81,8 +81,8 @@ export class A2AOperations {
   /** How a stream of a task is written: in `wire`, its frames with ids or not (README, "Resumable streams"). */
   #streamOf (id: string, wire: Wire, mode: 'message' | 'resubscribe', local?: boolean): TaskEventStream {
     const ids = wire !== 'default' || this.#seedIds
-    const exists = (): Promise<boolean> => this.tasks.exists(id)
-    return new TaskEventStream(this.tasks.bus, id, local === true ? { dialect: wire, mode, ids, local, exists } : { dialect: wire, mode, ids, exists })
+    const stored = { version: () => this.tasks.storedVersion(id), read: () => this.tasks.stored(id) }
+    return new TaskEventStream(this.tasks.bus, id, local === true ? { dialect: wire, mode, ids, local, stored } : { dialect: wire, mode, ids, stored })
   }
 
   /**

@@ -87,6 +87,8 @@ export interface GrpcBindingOptions {
   requests: RequestBudget
   /** `tasks.max_keys`: a request with far more keys and items than a message may carry is refused undecoded. */
   maxKeys: number
+  /** `server.heartbeat_interval` in ms: how long a server stream goes without an event before it looks at its task. */
+  idleCheckMs: number
 }
 
 const noop = (): void => {}
@@ -121,7 +123,7 @@ export class GrpcBinding {
 
   constructor (opts: GrpcBindingOptions) {
     this.#opts = opts
-    this.#streams = new GrpcStreams({ codec: opts.codec, budget: opts.budget, watch: opts.watch })
+    this.#streams = new GrpcStreams({ codec: opts.codec, budget: opts.budget, watch: opts.watch, idleCheckMs: opts.idleCheckMs })
   }
 
   /** Open streams, and ended ones whose client has not taken their last bytes yet. */

@@ -17,6 +17,11 @@ export interface GrpcStreamsOptions {
   codec: ProtoCodec
   budget: AnswerBudget
   watch: SessionWatch
+  /**
+   * How long a stream goes without an event before its source looks at its task (`server.heartbeat_interval`, as
+   * SSE streams look at each heartbeat): one that vanished, or moved on past events lost on the way, ends the stream.
+   */
+  idleCheckMs: number
 }
 
 /** A stream being written: its call, its HTTP/2 stream, its source and the slots it holds. */
@@ -43,6 +48,8 @@ interface OpenStream {
   /** `queued` at the last look, and since when it has not moved. */
   last: number
   still: number
+  /** When an event was last written, or the source last asked to look at its task. */
+  active: number
 }
 
 /**
@@ -66,6 +73,7 @@ export class GrpcStreams {
   readonly #codec: ProtoCodec
   readonly #budget: AnswerBudget
   readonly #watch: SessionWatch
+  readonly #idleCheckMs: number
   readonly #open = new Set<OpenStream>()
   /** Streams ended whose client has not taken their last bytes yet: they hold their slots until it has. */
   readonly #flushing = new Set<OpenStream>()
@@ -77,6 +85,7 @@ export class GrpcStreams {
     this.#codec = opts.codec
     this.#budget = opts.budget
     this.#watch = opts.watch
+    this.#idleCheckMs = opts.idleCheckMs
   }
 
   /** Open streams, and ended ones whose client has not taken their last bytes yet. */
@@ -99,7 +108,7 @@ export class GrpcStreams {
       return
     }
     const open: OpenStream = {
-      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0, last: 0, still: Date.now()
+      call, stream, connection: stream.session as object, type, source, queued: 0, blocked: false, taken: new Set(), reserved: null, waiting: null, exempt: 0, last: 0, still: Date.now(), active: Date.now()
     }
     this.#open.add(open)
     this.#timer ??= setInterval(() => this.#look(), LOOK_MS).unref()
@@ -146,6 +155,7 @@ export class GrpcStreams {
     if (open.queued === 0) open.exempt = bytes.length
     open.taken.add(taken)
     open.queued += bytes.length
+    open.active = Date.now()
     open.call.write(bytes, () => this.#sent(open, taken))
     open.blocked = open.queued > HIGH_WATER
     return !open.blocked
@@ -209,7 +219,8 @@ export class GrpcStreams {
 
   /**
    * CONTRACT.md §7: a client that does not read may have at most 1 MiB waiting for it. Cut off once it has taken
-   * nothing for `STILL_MS` with more than that in flight and held, beyond the event being written.
+   * nothing for `STILL_MS` with more than that in flight and held, beyond the event being written. A stream with
+   * nothing in flight and no event for `idleCheckMs` has its source look at its task.
    */
   #look (): void {
     const now = Date.now()
@@ -219,6 +230,11 @@ export class GrpcStreams {
         open.still = now
       } else if (now - open.still >= STILL_MS && open.queued - open.exempt + heldBy(open.source) > MAX_QUEUED_BYTES) {
         this.#cut(open)
+        continue
+      }
+      if (open.queued === 0 && now - open.active >= this.#idleCheckMs) {
+        open.active = now
+        open.source.check?.()
       }
     }
   }

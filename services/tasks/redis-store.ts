@@ -186,8 +186,9 @@ export class RedisTaskStore implements TaskStore {
     return json === null ? null : assembled(json, chunks)
   }
 
-  async exists (id: string): Promise<boolean> {
-    return await this.#call(() => this.#client.exists(this.#taskKey(id))) === 1
+  async version (id: string): Promise<number | null> {
+    const version = await this.#call(() => this.#client.hget(this.#taskKey(id), 'version'))
+    return version === null ? null : Number(version)
   }
 
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {

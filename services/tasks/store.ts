@@ -87,8 +87,11 @@ export interface TaskStore {
    */
   insert (record: StoredTask, opts?: InsertOptions): Promise<void>
   get (id: string): Promise<StoredTask | null>
-  /** Whether the task is stored, without reading it (a task may be megabytes); a store without it is asked `get`. */
-  exists? (id: string): Promise<boolean>
+  /**
+   * The task's stored version, without reading the task (it may be megabytes); null when it is not stored. A store
+   * without it is asked `get`.
+   */
+  version? (id: string): Promise<number | null>
   /**
    * Compare-and-set: writes `next` only if the stored version is `next.version - 1`. Returns false when another
    * writer got there first (or the task is gone); the caller re-reads and retries. A store that `announces` also

@@ -198,10 +198,18 @@ export class TaskService {
     return record
   }
 
-  /** Whether the task is stored, whoever owns it (a stream looks whether the task it follows has vanished). */
-  async exists (id: string): Promise<boolean> {
+  /**
+   * The task's stored version, whoever owns it; null when it is not stored. A stream looks whether the task it
+   * follows has vanished, or has moved on past the events that reached it.
+   */
+  async storedVersion (id: string): Promise<number | null> {
     const store = this.store
-    return store.exists === undefined ? await store.get(id) !== null : await store.exists(id)
+    return store.version === undefined ? (await store.get(id))?.version ?? null : await store.version(id)
+  }
+
+  /** The task as stored, whoever owns it: for a stream already let follow it, which has missed some of its events. */
+  async stored (id: string): Promise<StoredTask | null> {
+    return await this.store.get(id)
   }
 
   async list (query: Omit<TaskListQuery, 'owner'>, principal: Principal): Promise<TaskListPage> {

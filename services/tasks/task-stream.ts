@@ -60,10 +60,15 @@ export interface TaskEventStreamOptions {
   /** Each frame carries its task version as the SSE event id (README, "Resumable streams"). */
   ids?: boolean
   /**
-   * Whether the task is still stored (false only when it surely is not): what `check` asks. A task that a stream
-   * follows has not settled, so it never expires; it can only vanish with its store (Redis restarted empty, flushed).
+   * The task as stored, which `check` looks at: its version (null once it surely is not stored), and the task. A task
+   * that a stream follows has not settled, so it never expires; it can only vanish with its store (Redis restarted
+   * empty, flushed). Its version may pass the events that reached the stream: Redis' pub/sub keeps nothing for a
+   * subscriber while it reconnects (Redis restarted), so an event published then never comes.
    */
-  exists?: () => Promise<boolean>
+  stored?: {
+    version: () => Promise<number | null>
+    read: () => Promise<StoredTask | null>
+  }
 }
 
 /**
@@ -156,9 +161,11 @@ export class TaskEventStream {
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
   readonly #ids: boolean
-  readonly #exists: (() => Promise<boolean>) | undefined
+  readonly #stored: TaskEventStreamOptions['stored']
   /** A `check` is in flight. */
   #checking = false
+  /** The stored version a `check` found past the events that had reached the stream; 0: none. */
+  #behind = 0
   #early: TaskEvent[] | null = []
   /** What waits for the consumer: everything before a sink is attached, and what comes while it is not keeping up. */
   readonly #held: Held[] = []
@@ -181,7 +188,7 @@ export class TaskEventStream {
     this.#dialect = opts.dialect
     this.#mode = opts.mode
     this.#ids = opts.ids === true
-    this.#exists = opts.exists
+    this.#stored = opts.stored
     this.#unsubscribe = bus.subscribe(taskId, this.#onEvent, opts.local === true ? LOCAL : undefined)
   }
 
@@ -260,22 +267,47 @@ export class TaskEventStream {
   }
 
   /**
-   * Looks whether the task is still stored (the binding asks while the stream is idle, at its heartbeats): one that
-   * has vanished will never send another event, so the stream ends with the task-not-found error (-32001) instead
-   * of holding its slot on heartbeats for ever. A look that fails (storage down) decides nothing: the next one does.
+   * Looks at the task as stored (the binding asks while the stream is idle, at its heartbeats):
+   * - one that has vanished will never send another event, so the stream ends with the task-not-found error
+   *   (-32001) instead of holding its slot on heartbeats for ever;
+   * - one whose version has passed the events that reached the stream, and still has at the next look (an event
+   *   in flight arrives long before), has lost events on the way: the stream goes on from the task as stored, sent
+   *   as a resync snapshot (as a resumed stream gets when its events are no longer kept), and ends there when the
+   *   task has settled. Without it a stream whose task settled while Redis restarted stayed open for ever.
+   * A look that fails (storage down) decides nothing: the next one does.
    */
   check (): void {
-    const exists = this.#exists
-    if (exists === undefined || this.#checking || this.#ended) return
+    const stored = this.#stored
+    if (stored === undefined || this.#checking || this.#ended || this.#early !== null) return
     this.#checking = true
-    exists().then(there => {
-      this.#checking = false
-      const sink = this.#sink
-      if (there || this.#ended || sink === null) return
+    this.#look(stored).then(() => { this.#checking = false }, () => { this.#checking = false })
+  }
+
+  async #look (stored: NonNullable<TaskEventStreamOptions['stored']>): Promise<void> {
+    const version = await stored.version()
+    const sink = this.#sink
+    if (this.#ended || sink === null) return
+    if (version === null) {
       this.close()
       if (sink.fail !== undefined) sink.fail(taskNotFound(this.taskId))
       else sink.end()
-    }, () => { this.#checking = false })
+      return
+    }
+    if (version <= this.#afterVersion) {
+      this.#behind = 0
+      return
+    }
+    if (this.#behind === 0 || this.#afterVersion >= this.#behind) {
+      this.#behind = version
+      return
+    }
+    const record = await stored.read()
+    if (record === null || this.#ended || record.version <= this.#afterVersion) return
+    this.#behind = 0
+    this.#afterVersion = record.version
+    this.#last = record.task
+    const task = this.#dialect === 'default' ? record.task : { ...record.task, metadata: { ...record.task.metadata, [RESYNC_KEY]: true } }
+    this.#push({ snapshot: task, version: record.version }, isSettled(record.task.status.state))
   }
 
   /** Stops following the task (client gone, stream closed); idempotent. */

@@ -9,6 +9,7 @@ import { stubIdp } from '../services/auth/idp.js'
 import { peerAddress } from '../../services/grpc/binding.js'
 import { freePort } from '../../scripts/redis-server.js'
 import { grpcClients, metadataOf, streamAll, unary } from './grpc-client.js'
+import { RedisTaskStore } from '../../services/tasks/redis-store.js'
 
 // The gRPC server's life (CONTRACT.md §13): calls whose caller leaves, or that are still being prepared when the
 // server shuts down, hold nothing; a shutdown that runs out of time cuts the last calls off; a port that is taken
@@ -228,4 +229,46 @@ t.test('withinCloseBudget: no bound (pluginTimeout 0) or room enough leaves the 
   t.equal(withinCloseBudget(config, 60_000), config)
   t.equal(withinCloseBudget(config, 10_000).server.shutdown_timeout, 9.5)
   t.equal(withinCloseBudget(config, 300).server.shutdown_timeout, 0)
+})
+
+t.test('row 15 on gRPC: a stream whose task settled unheard (its event lost, as across a Redis restart) ends with the task as stored; one whose task vanished ends', async t => {
+  const redis = await privateRedis(t)
+  const config = {
+    services: { cache: { type: 'cache', url: redis.url } },
+    tasks: { backend: 'kvcache' },
+    push_notifications: { backend: 'kvcache' },
+    server: { heartbeat_interval: 0.2, shutdown_timeout: 0.5 }
+  } as const
+  const a = await listenGrpc(t, { executor, config })
+  const b = await listenGrpc(t, { executor, config })
+  const { v1: onB } = grpcClients(t, b.target)
+  const { v1: onA } = grpcClients(t, a.target)
+  const { Redis } = await import('ioredis')
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+  // A store with no announcer writes as the instances' does, and publishes nothing.
+  const silent = new RedisTaskStore(client, { keyPrefix: 'a2a:task:', ttlSeconds: 60, pruneIntervalMs: 0 })
+  const ids: string[] = []
+  for (let i = 0; i < 2; i++) {
+    const started = await unary(onB, 'SendMessage', { message: user('wait'), configuration: { returnImmediately: true } })
+    ids.push(started.value.task.id)
+    await until(async () => (await unary(onA, 'GetTask', { id: ids[i] })).value?.status?.state === 'TASK_STATE_WORKING')
+  }
+  const settled = streamAll(onA, 'SubscribeToTask', { id: ids[0] })
+  const vanished = streamAll(onA, 'SubscribeToTask', { id: ids[1] })
+  await until(() => a.app.a2aGrpc?.binding?.size === 2)
+  const stored = await silent.get(ids[0])
+  if (stored === null) throw new Error('the task is not stored')
+  const completed = { ...stored.task, status: { state: 'completed' as const, timestamp: new Date().toISOString() } }
+  t.equal(await silent.replace({ ...stored, version: stored.version + 1, task: completed }), true)
+  await client.del(`a2a:task:t:${ids[1]}`)
+  const one = await settled
+  t.equal(one.error, undefined, 'ended with OK')
+  t.equal(one.messages[one.messages.length - 1].task?.status?.state, 'TASK_STATE_COMPLETED', 'the task as stored, last')
+  t.match(one.messages[one.messages.length - 1].task?.metadata, { fields: { 'fastify-a2a.resync': { boolValue: true } } }, 'marked as a resync')
+  const two = await vanished
+  t.equal(two.messages[0].task?.status?.state, 'TASK_STATE_WORKING')
+  t.equal(two.messages.length, 1, 'nothing more: the task is gone')
+  await until(() => a.app.a2aGrpc?.binding?.size === 0)
+  for (const id of ids) await unary(onB, 'CancelTask', { id }).catch(() => {})
 })

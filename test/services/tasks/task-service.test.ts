@@ -965,9 +965,11 @@ t.test('a signal first read after the cancel is already aborted', async t => {
   t.equal(seen, true)
 })
 
-t.test('row 15: exists says whether a task is stored, whoever owns it, from a store with no exists of its own', async t => {
+t.test('row 15: storedVersion and stored read a task whoever owns it, from a store with no version of its own', async t => {
   const { service } = harness(t, () => 'done')
   const record = await service.create(userMessage('hello'), alice)
-  t.equal(await service.exists(record.task.id), true)
-  t.equal(await service.exists('no-such-task'), false)
+  t.equal(await service.storedVersion(record.task.id), record.version)
+  t.equal(await service.storedVersion('no-such-task'), null)
+  t.equal((await service.stored(record.task.id))?.task.id, record.task.id)
+  t.equal(await service.stored('no-such-task'), null)
 })

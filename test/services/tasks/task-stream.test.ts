@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
-import { MAX_BEHIND_BYTES, TaskEventStream, eventResult } from '../../../services/tasks/task-stream.js'
+import { MAX_BEHIND_BYTES, RESYNC_KEY, TaskEventStream, eventResult } from '../../../services/tasks/task-stream.js'
 
 function task (state: Task['status']['state'], artifacts: Task['artifacts'] = []): Task {
   return { id: 't1', contextId: 'c1', kind: 'task', status: { state, timestamp: '2025-01-01T00:00:00.000Z' }, artifacts, history: [], metadata: null }
@@ -16,6 +16,9 @@ function sink () {
   let ended = 0
   return { out, ended: () => ended, sink: { write: (json: string) => { out.push(json); return true }, end: () => { ended++ }, queued: () => 0, abort: () => {} } }
 }
+
+/** Lets every promise settled by now run its continuations. */
+const flush = async (): Promise<void> => await new Promise(resolve => setImmediate(resolve))
 
 t.test('events published before the snapshot are held, and those at or below its version are dropped', async t => {
   const bus = new MemoryTaskEventBus()
@@ -263,31 +266,34 @@ t.test('a stream with ids writes each result with its version, and names the sna
 
 t.test('row 15: check ends a stream whose task has vanished with -32001, once; a task still there, a failed look or an ended stream change nothing', async t => {
   const bus = new MemoryTaskEventBus()
-  const looks: Array<(there: boolean) => void> = []
+  const looks: Array<(version: number | null) => void> = []
   const fails: Array<(err: Error) => void> = []
-  const exists = () => new Promise<boolean>((resolve, reject) => { looks.push(resolve); fails.push(reject) })
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', exists }).start(record(1, task('in_progress')))
+  const stored = {
+    version: () => new Promise<number | null>((resolve, reject) => { looks.push(resolve); fails.push(reject) }),
+    read: async () => null
+  }
+  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const failed: Array<{ code: number, data: unknown }> = []
   const s = sink()
   stream.check()
   t.equal(looks.length, 1)
   // Not attached yet when the answer comes: nothing to end.
-  looks[0](false)
-  await Promise.resolve()
+  looks[0](null)
+  await flush()
   stream.attach({ ...s.sink, fail: (error: { code: number, data: unknown }) => { failed.push(error) } })
   stream.check()
   stream.check()
   t.equal(looks.length, 2, 'one look at a time')
-  looks[1](true)
-  await Promise.resolve()
+  looks[1](1)
+  await flush()
   stream.check()
   fails[2](new Error('storage unavailable'))
-  await Promise.resolve()
+  await flush()
   t.same(failed, [], 'a task still there, or a look that failed: the stream goes on')
   t.equal(bus.listenerCount(), 1)
   stream.check()
-  looks[3](false)
-  await Promise.resolve()
+  looks[3](null)
+  await flush()
   t.match(failed, [{ code: -32001, message: 'Task not found', data: 'task "t1" was not found' }], 'ended with task-not-found')
   t.equal(failed.length, 1)
   t.equal(bus.listenerCount(), 0, 'and no longer follows the task')
@@ -295,21 +301,78 @@ t.test('row 15: check ends a stream whose task has vanished with -32001, once; a
   t.equal(looks.length, 4, 'an ended stream looks no more')
 
   // A sink without `fail` (a binding with no error frame) is ended; a look that finds the stream closed meanwhile does nothing.
-  const plain = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', exists }).start(record(1, task('in_progress')))
+  const plain = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const p = sink()
   plain.attach(p.sink)
   plain.check()
-  looks[4](false)
-  await Promise.resolve()
+  looks[4](null)
+  await flush()
   t.equal(p.ended(), 1)
-  const closing = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', exists }).start(record(1, task('in_progress')))
+  const closing = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const c = sink()
   closing.attach(c.sink)
   closing.check()
   closing.close()
-  looks[5](false)
-  await Promise.resolve()
+  looks[5](null)
+  await flush()
   t.equal(c.ended(), 0)
-  // Without a way to look (no `exists`), check does nothing.
+  // Without a way to look (no `stored`), check does nothing.
   new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe' }).start(record(1, task('in_progress'))).check()
+})
+
+t.test('a stream whose task has moved past the events that reached it (lost on the way) goes on from the task as stored, once the next look still finds it behind', async t => {
+  const bus = new MemoryTaskEventBus()
+  let version = 2
+  let reads = 0
+  const stored = {
+    version: async () => version,
+    read: async () => { reads++; return record(version, task(version >= 4 ? 'completed' : 'in_progress')) }
+  }
+  for (const dialect of ['default', 'a2a'] as const) {
+    reads = 0
+    version = 2
+    const stream = new TaskEventStream(bus, 't1', { dialect, mode: 'resubscribe', ids: true, stored }).start(record(2, task('in_progress')))
+    const written: Array<[unknown, number | undefined]> = []
+    let ended = 0
+    stream.attach({ write: (json, id) => { written.push([JSON.parse(json), id]); return true }, end: () => { ended++ }, queued: () => 0, abort () {} })
+    t.equal(written.length, 1, 'the snapshot')
+    stream.check()
+    await flush()
+    t.equal(reads, 0, 'level with the store: nothing read')
+    // An event in flight: the store is ahead at one look, and the event comes before the next.
+    version = 3
+    stream.check()
+    await flush()
+    bus.publish('t1', { type: 'status', version: 3, task: task('in_progress'), final: false })
+    stream.check()
+    await flush()
+    t.equal(reads, 0, 'an event that comes after one look is not a lost one')
+    // Lost: the task settled (version 4), and its event never came; the first look only notes it.
+    version = 4
+    stream.check()
+    await flush()
+    t.equal(reads, 0)
+    t.equal(ended, 0)
+    stream.check()
+    await flush()
+    t.equal(reads, 1, 'still behind at the next look: the task is read')
+    t.equal(written.length, 3)
+    const [last, id] = written[2] as [{ status: { state: string }, metadata?: Record<string, unknown> }, number]
+    t.equal(last.status.state, 'completed', `${dialect}: the task as stored`)
+    t.equal(id, 4, 'with its version as the event id')
+    if (dialect === 'a2a') t.equal(last.metadata?.[RESYNC_KEY], true, 'marked as a resync')
+    t.equal(ended, 1, 'a settled task ends the stream')
+    t.equal(bus.listenerCount(), 0)
+  }
+  // A read that finds nothing newer (the events came meanwhile), or nothing at all, changes nothing.
+  version = 2
+  const stream = new TaskEventStream(bus, 't2', { dialect: 'default', mode: 'resubscribe', stored: { version: async () => 5, read: async () => null } }).start(record(2, task('in_progress')))
+  const s = sink()
+  stream.attach(s.sink)
+  stream.check()
+  await flush()
+  stream.check()
+  await flush()
+  t.equal(s.ended(), 0, 'the next look decides')
+  stream.close()
 })
