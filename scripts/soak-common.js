@@ -41,7 +41,7 @@ export async function rpc (url, method, params, headers = {}) {
 
 /**
  * What an instance's /metrics says of its memory, MB: RSS, the V8 heap (total and used) and the memory outside it that
- * V8 knows of (Buffers, mostly); undefined when the instance does not answer.
+ * V8 knows of (Buffers, mostly), and of that the answers and the requests in flight; undefined when the instance does not answer.
  */
 export async function memoryOf (url) {
   const text = await fetch(`${url}metrics`, { signal: AbortSignal.timeout(2000) }).then(r => r.text(), () => '')
@@ -50,7 +50,9 @@ export async function memoryOf (url) {
     rss: read('process_resident_memory_bytes'),
     heapTotal: read('nodejs_heap_size_total_bytes'),
     heapUsed: read('nodejs_heap_size_used_bytes'),
-    external: read('nodejs_external_memory_bytes')
+    external: read('nodejs_external_memory_bytes'),
+    answers: read('a2a_answer_bytes'),
+    requests: read('a2a_request_bytes')
   }
   return Number.isNaN(memory.rss) ? undefined : memory
 }

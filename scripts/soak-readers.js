@@ -23,9 +23,9 @@ async function neverReads (url, head, body = '') {
 /**
  * What became of a non-reader, reading it now, within `ms`: `reset` (the server let go of it: reset or closed),
  * `whole` (its answer was all there, taken by the kernel's buffers before the server could find it stalled), or
- * `held` (the server still holds it).
+ * `held` (the server still holds it). `statuses` counts the HTTP statuses of the answers that had begun.
  */
-async function fate (socket, ms) {
+async function fate (socket, ms, statuses) {
   return await new Promise(resolve => {
     let tail = ''
     let whole = Infinity
@@ -41,6 +41,8 @@ async function fate (socket, ms) {
       if (received === chunk.length) {
         // The head is in the first chunk: a whole answer is as long as it says, with the head.
         const text = chunk.toString('latin1')
+        const status = /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 'none'
+        statuses[status] = (statuses[status] ?? 0) + 1
         const length = /content-length: (\d+)/i.exec(text)
         if (length !== null) whole = Number(length[1]) + text.indexOf('\r\n\r\n') + 4
       }
@@ -59,7 +61,7 @@ async function fate (socket, ms) {
  * read again: each must find its connection let go (reset, or its answer there whole).
  */
 export async function slowReaders ({ urls, dispatcher, perKind = 20, holdMs, extra = async () => ({}) }) {
-  const counts = { nonReaders: 0, reset: 0, whole: 0, held: 0, read: 0, refused: 0, readFailures: 0, failures: {} }
+  const counts = { nonReaders: 0, reset: 0, whole: 0, held: 0, statuses: {}, read: 0, refused: 0, readFailures: 0, failures: {} }
   const failed = reason => {
     counts.readFailures++
     counts.failures[reason] = (counts.failures[reason] ?? 0) + 1
@@ -101,7 +103,7 @@ export async function slowReaders ({ urls, dispatcher, perKind = 20, holdMs, ext
     }
   })
   const [more] = await Promise.all([extra(tasks, holdMs), ...readers])
-  for (const what of await Promise.all(sockets.map(socket => fate(socket, 10_000)))) counts[what]++
+  for (const what of await Promise.all(sockets.map(socket => fate(socket, 10_000, counts.statuses)))) counts[what]++
   for (const socket of sockets) socket.destroy()
   return { ...counts, ...more }
 }

@@ -57,4 +57,6 @@ t.test('the Dockerfile builds on node:20-slim, runs as a non-root user with prod
   t.match(docker, /^USER node$/m)
   t.match(docker, /^HEALTHCHECK .*\n.*\/health/m)
   t.match(docker, /^ENTRYPOINT \["node", "dist\/cli\.js"\]$/m)
+  // glibc (node:20-slim is Debian) keeps freed large blocks unless its mmap threshold is fixed (README, "Memory").
+  t.match(docker, /^ENV MALLOC_MMAP_THRESHOLD_=131072$/m)
 })
