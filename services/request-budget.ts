@@ -46,11 +46,17 @@ export class RequestBudget {
     return this.#budget.waiting
   }
 
-  /** Takes `bytes` on `connection` at once when they fit; else counts a refusal and gives null. */
-  tryTake (connection: object, bytes: number): Taken | null {
+  /**
+   * Takes `bytes` on `connection` at once when they fit; else gives null, counted as a refusal unless `refusal` is
+   * false (a caller that waits next).
+   */
+  tryTake (connection: object, bytes: number, refusal = true): Taken | null {
     const taken = this.#budget.tryTake(connection, bytes)
-    if (taken === null) this.#refused++
-    else this.#taken()
+    if (taken === null) {
+      if (refusal) this.#refused++
+    } else {
+      this.#taken()
+    }
     return taken
   }
 

@@ -17,17 +17,18 @@ export class ConnectionAdmission {
     this.#limit = limit
   }
 
+  /** Admits a call of `connection` at once when it has fewer than the limit admitted; else null (nothing admitted). */
+  tryEnter (connection: object): (() => void) | null {
+    const queue = this.#queue(connection)
+    return queue.running < this.#limit ? this.#admit(queue) : null
+  }
+
   /**
    * Resolves once `connection` has fewer than the limit admitted, with the function that gives the place back (it
    * counts once). Resolves with null if `signal` fires first (the client left): nothing was admitted.
    */
   async enter (connection: object, signal: AbortSignal): Promise<(() => void) | null> {
-    let queue = this.#queues.get(connection)
-    if (queue === undefined) {
-      queue = { running: 0, waiting: [] }
-      this.#queues.set(connection, queue)
-    }
-    const admitted = queue
+    const admitted = this.#queue(connection)
     if (admitted.running < this.#limit) return this.#admit(admitted)
     if (signal.aborted) return null
     return await new Promise(resolve => {
@@ -42,6 +43,15 @@ export class ConnectionAdmission {
       signal.addEventListener('abort', abort, { once: true })
       admitted.waiting.push(turn)
     })
+  }
+
+  #queue (connection: object): Queue {
+    let queue = this.#queues.get(connection)
+    if (queue === undefined) {
+      queue = { running: 0, waiting: [] }
+      this.#queues.set(connection, queue)
+    }
+    return queue
   }
 
   #admit (queue: Queue): () => void {

@@ -164,7 +164,8 @@ export class GrpcBinding {
       definition[rpc] = {
         ...method,
         requestDeserialize: (bytes: Buffer) => {
-          if (wireItems(request, bytes, maxItems) > maxItems) return tooMany
+          // Each item counted is at least a byte on the wire: a message of no more bytes than the limit needs no count.
+          if (bytes.length > maxItems && wireItems(request, bytes, maxItems) > maxItems) return tooMany
           const message = codec.read(request, bytes)
           this.#sizes.set(message, bytes.length)
           return message
@@ -195,19 +196,7 @@ export class GrpcBinding {
       callback(statusOf(REQUESTS_FULL, this.#opts.codec))
       return
     }
-    const gone = new AbortController()
-    // (A stream closed already has emitted its `close`: see #admit.)
-    /* c8 ignore next -- the client resetting its call between grpc-js reading it and here: a race a test cannot time */
-    if (stream.destroyed) gone.abort()
-    else stream.once('close', () => gone.abort())
-    // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
-    /* c8 ignore next -- a stream has no session only once its client is gone, between grpc-js reading it and here */
-    this.#admission.enter(stream.session ?? stream, gone.signal).then(leave => {
-      // The client left while the call waited: there is nobody to answer.
-      if (leave === null) {
-        taken.release()
-        return
-      }
+    const run = (leave: () => void): void => {
       this.#run(call, spec, version, label).finally(taken.release).then(result => {
         this.#observe(spec, 0, started)
         this.#answer(stream, callback, type, spec.encode === undefined ? result : spec.encode(result), leave)
@@ -217,6 +206,28 @@ export class GrpcBinding {
         this.#observe(spec, error.code, started)
         callback(statusOf(error, this.#opts.codec))
       })
+    }
+    /* c8 ignore next -- a stream has no session only once its client is gone, between grpc-js reading it and here */
+    const connection = stream.session ?? stream
+    // Most calls find room at once, and need no signal (one per call cost CPU on every GetTask and SendMessage).
+    const now = this.#admission.tryEnter(connection)
+    if (now !== null) {
+      run(now)
+      return
+    }
+    const gone = new AbortController()
+    // (A stream closed already has emitted its `close`: see #admit.)
+    /* c8 ignore next -- the client resetting its call between grpc-js reading it and here: a race a test cannot time */
+    if (stream.destroyed) gone.abort()
+    else stream.once('close', () => gone.abort())
+    // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
+    this.#admission.enter(connection, gone.signal).then(leave => {
+      // The client left while the call waited: there is nobody to answer.
+      if (leave === null) {
+        taken.release()
+        return
+      }
+      run(leave)
     }, noop)
   }
 
