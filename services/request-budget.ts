@@ -65,11 +65,7 @@ export class RequestBudget {
    * null (a refusal, counted) when no room came.
    */
   async take (connection: object, bytes: number, waitMs: number, signal: AbortSignal): Promise<Taken | null> {
-    const now = this.#budget.tryTake(connection, bytes)
-    if (now !== null) {
-      this.#taken()
-      return now
-    }
+    // (Callers `tryTake` first: what comes here is most likely to wait.)
     // A timer of our own: an AbortSignal.timeout() only composed into AbortSignal.any() may be collected unfired.
     const expired = new AbortController()
     const timer = setTimeout(() => expired.abort(), waitMs)

@@ -57,4 +57,9 @@ t.test('a body of over a million characters is parsed the same, in a later turn 
   t.equal(err, null)
   t.same(value, { text, nested: [[[]]] })
   t.match(await read([`{"text":"${text}",}`], { limit: 2_000_000 }), { err: { code: -32700 } }, 'and refused the same when it is not JSON')
+  // Parsed by JSON.parse and the walk rather than secure-json-parse's parse: the same byte order mark and keys dropped.
+  const tricky = await read([`\ufeff{"text":"${text}","__proto__":{"x":1},"constructor":{"prototype":{"y":2}}}`], { limit: 2_000_000 })
+  t.equal(tricky.err, null)
+  t.same(tricky.value, { text })
+  t.equal(Object.getPrototypeOf(tricky.value), Object.prototype)
 })
