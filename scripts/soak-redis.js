@@ -154,7 +154,9 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
   const ports = [await freePort(), await freePort()]
   const servers = ports.map((port, i) => instance(configs[i], port))
   const stopAll = () => { for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL') }
-  process.on('exit', stopAll)
+  process.on('exit', () => { stopAll(); redis.stop() })
+  // Stopped by a signal (Ctrl-C, a CI timeout): the instances and Redis go with the run, by the exit handler above.
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130))
   const ids = new Set()
   const peaks = [0, 0]
   const faults = []

@@ -101,6 +101,7 @@ async function main () {
   })
   const stop = () => { if (child.exitCode === null) child.kill('SIGKILL') }
   process.on('exit', stop)
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130))
   try {
     for (let i = 0; i < 200 && !(await fetch(`${url}health`).then(r => r.ok, () => false)); i++) await new Promise(resolve => setTimeout(resolve, 50))
     const samples = [{ at: 0, rss: rssMb(child.pid) }]

@@ -22,6 +22,18 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 let processRegistry: Registry | undefined
 
+/** A gauge whose value is `read` at each scrape, registered in `registers`. */
+function readAtScrape (name: string, help: string, read: () => number, registers: Registry[]): void {
+  new Gauge({ // eslint-disable-line no-new -- registered through `registers`, read through `collect`
+    name,
+    help,
+    registers,
+    collect () {
+      this.set(read())
+    }
+  })
+}
+
 /**
  * The default Node.js process metrics, in one registry per process shared by every agent in it: they describe the
  * process, and prom-client's collectors (GC observer, event-loop monitor) cannot be stopped once started.
@@ -70,30 +82,9 @@ export class A2AMetrics {
       labelNames: ['state'],
       registers
     })
-    new Gauge({ // eslint-disable-line no-new -- registered through `registers`, read through `collect`
-      name: 'a2a_open_streams',
-      help: 'Open streams of this instance: Server-Sent Events and gRPC server streams.',
-      registers,
-      collect () {
-        this.set(opts.openStreams())
-      }
-    })
-    new Gauge({ // eslint-disable-line no-new -- as above
-      name: 'a2a_answer_bytes',
-      help: 'Bytes of answers in flight: written and not yet taken by their clients, over every binding.',
-      registers,
-      collect () {
-        this.set(opts.answerBytes())
-      }
-    })
-    new Gauge({ // eslint-disable-line no-new -- as above
-      name: 'a2a_request_bytes',
-      help: 'Bytes of requests in flight: being received, parsed and handled, over every binding.',
-      registers,
-      collect () {
-        this.set(opts.requestBytes())
-      }
-    })
+    readAtScrape('a2a_open_streams', 'Open streams of this instance: Server-Sent Events and gRPC server streams.', opts.openStreams, registers)
+    readAtScrape('a2a_answer_bytes', 'Bytes of answers in flight: written and not yet taken by their clients, over every binding.', opts.answerBytes, registers)
+    readAtScrape('a2a_request_bytes', 'Bytes of requests in flight: being received, parsed and handled, over every binding.', opts.requestBytes, registers)
     this.#deliveries = new Counter({
       name: 'a2a_webhook_deliveries_total',
       help: 'Webhook deliveries settled, by outcome: success, or failure (final, gone, or out of retries).',

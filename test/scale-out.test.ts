@@ -276,14 +276,22 @@ t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behi
   t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])
 })
 
-t.test('row 15: streams following a task whose keys vanish (Redis flushed) end with -32001 on JSON-RPC and REST, and give back their slots', async t => {
+/**
+ * A task running on instance A, and instance B, which heartbeats often so that its idle streams look at their task
+ * soon; the task is in_progress as B reads it.
+ */
+async function hangingOnA (t: Parameters<typeof redisDb>[0]) {
   const client = await redisDb(t, DB)
   const a = await listen(t, { executor, config: shared() })
-  // Heartbeats often, so that the idle streams look for their task soon.
   const b = await listen(t, { executor, config: shared({ server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 } }) })
   const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
-  const id = hanging.body.result.id
+  const id: string = hanging.body.result.id
   await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  return { client, b, id }
+}
+
+t.test('row 15: streams following a task whose keys vanish (Redis flushed) end with -32001 on JSON-RPC and REST, and give back their slots', async t => {
+  const { client, b, id } = await hangingOnA(t)
   const rest = (path: string) => fetch(`${b.url}${path}`, { method: 'POST', headers: { accept: 'text/event-stream' } }).then(async res => await res.text())
   const streams = Promise.all([
     postStream(b.url, rpc('tasks/resubscribe', { id })),
@@ -308,13 +316,7 @@ t.test('row 15: streams following a task whose keys vanish (Redis flushed) end w
 })
 
 t.test('streams that missed their task\'s settling event (Redis\' pub/sub lost it, as across a restart) end with the task as stored, on JSON-RPC and REST', async t => {
-  const client = await redisDb(t, DB)
-  const a = await listen(t, { executor, config: shared() })
-  // Heartbeats often, so that the idle streams look at their task soon.
-  const b = await listen(t, { executor, config: shared({ server: { shutdown_timeout: 0.5, heartbeat_interval: 0.2 } }) })
-  const hanging = await call(a.app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
-  const id = hanging.body.result.id
-  await until(async () => (await call(b.app, 'tasks/get', { id })).body.result.status.state === 'in_progress')
+  const { client, b, id } = await hangingOnA(t)
   const streams = Promise.all([
     postStream(b.url, rpc('tasks/resubscribe', { id })),
     postStream(b.url, rpc('SubscribeToTask', { id }), { 'a2a-version': '1.0' }),

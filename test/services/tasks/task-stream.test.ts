@@ -335,26 +335,26 @@ t.test('a stream whose task has moved past the events that reached it (lost on t
     const written: Array<[unknown, number | undefined]> = []
     let ended = 0
     stream.attach({ write: (json, id) => { written.push([JSON.parse(json), id]); return true }, end: () => { ended++ }, queued: () => 0, abort () {} })
+    /** One look, and what it leads to. */
+    const look = async (): Promise<void> => {
+      stream.check()
+      await flush()
+    }
     t.equal(written.length, 1, 'the snapshot')
-    stream.check()
-    await flush()
+    await look()
     t.equal(reads, 0, 'level with the store: nothing read')
     // An event in flight: the store is ahead at one look, and the event comes before the next.
     version = 3
-    stream.check()
-    await flush()
+    await look()
     bus.publish('t1', { type: 'status', version: 3, task: task('in_progress'), final: false })
-    stream.check()
-    await flush()
+    await look()
     t.equal(reads, 0, 'an event that comes after one look is not a lost one')
     // Lost: the task settled (version 4), and its event never came; the first look only notes it.
     version = 4
-    stream.check()
-    await flush()
+    await look()
     t.equal(reads, 0)
     t.equal(ended, 0)
-    stream.check()
-    await flush()
+    await look()
     t.equal(reads, 1, 'still behind at the next look: the task is read')
     t.equal(written.length, 3)
     const [last, id] = written[2] as [{ status: { state: string }, metadata?: Record<string, unknown> }, number]
