@@ -23,6 +23,7 @@ import { ConnectionAdmission } from './admission.js'
 import { streamOf, type SessionWatch } from './flow.js'
 import { GrpcStreams } from './streams.js'
 import { V03_RPCS } from './v03.js'
+import { V1_RPCS, type RpcSpec } from './rpcs.js'
 
 // The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
 // REST routes are. Each RPC builds its method's params from the request (ProtoJSON, services/grpc/codec.ts), and the
@@ -31,35 +32,6 @@ import { V03_RPCS } from './v03.js'
 // audit); streams take the same slots and follow the same TaskEventStream.
 
 type Json = Record<string, unknown>
-
-/** What an RPC runs, with which params, and how its result is answered. */
-export interface RpcSpec {
-  /** The registry method it frames. */
-  readonly method: string
-  /** `rest03`: the method answers in the v0.3 proto form (the v0.3 service). */
-  readonly wire?: 'rest03'
-  /** The method's params from the request; default: the request as it is. */
-  readonly params?: (request: Json) => Json
-  /** The answer from the method's result; default: the result as it is. */
-  readonly encode?: (result: unknown) => unknown
-  /** Answers callers without credentials too, with the public card. */
-  readonly public?: boolean
-}
-
-/** The v1.0 RPCs run the v1.0 methods of the same names, whose params are the request messages' ProtoJSON. */
-const V1_RPCS: Readonly<Record<string, RpcSpec>> = {
-  SendMessage: { method: 'SendMessage' },
-  SendStreamingMessage: { method: 'SendStreamingMessage' },
-  GetTask: { method: 'GetTask' },
-  ListTasks: { method: 'ListTasks' },
-  CancelTask: { method: 'CancelTask' },
-  SubscribeToTask: { method: 'SubscribeToTask' },
-  CreateTaskPushNotificationConfig: { method: 'CreateTaskPushNotificationConfig' },
-  GetTaskPushNotificationConfig: { method: 'GetTaskPushNotificationConfig' },
-  ListTaskPushNotificationConfigs: { method: 'ListTaskPushNotificationConfigs' },
-  DeleteTaskPushNotificationConfig: { method: 'DeleteTaskPushNotificationConfig', encode: () => ({}) },
-  GetExtendedAgentCard: { method: 'GetExtendedAgentCard' }
-}
 
 export interface GrpcBindingOptions {
   codec: ProtoCodec

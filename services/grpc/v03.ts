@@ -2,7 +2,7 @@ import type { TaskPushNotificationConfig } from '../../schemas/push-config.js'
 import { type AgentCard, v1Requirements, v1SecurityScheme } from '../agent-card.js'
 import { decodeCreatePushConfig03, decodeSendRequest03, encodePushConfig03 } from '../a2a/codec-v03-rest.js'
 import { fieldError } from '../a2a/codec-v10.js'
-import type { RpcSpec } from './binding.js'
+import type { RpcSpec } from './rpcs.js'
 
 // The v0.3 service `a2a.v1.A2AService` (CONTRACT.md §13): each RPC runs the v0.3 method of the same operation with
 // the params the `/v1` REST routes build from the same proto messages (services/a2a/codec-v03-rest.ts), and answers
