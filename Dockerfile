@@ -17,7 +17,7 @@ FROM node:20-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8000
 # glibc's malloc maps blocks of 128 KiB and more on their own and gives them back when freed. By default its threshold
 # rises to the largest block freed, and freed blocks of large answers stay in the process: with 4 MB tasks, 90 to
-# 150 MB of RSS outside the heap against 44 to 53 MB with this, for 0 to 17% fewer 4 MB answers a second (README,
+# 150 MB of RSS outside the heap against 38 to 53 MB with this, for 0 to 17% fewer 4 MB answers a second (README,
 # "Memory"); answers under 128 KiB do not use such blocks.
 ENV MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app

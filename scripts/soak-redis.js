@@ -16,7 +16,7 @@ const HEAP_MB = 160
  * glibc's malloc setting the instances run with, as the Docker image sets it (README, "Memory"): blocks of 128 KiB
  * and more are mapped and unmapped on their own. With glibc's default (a threshold that rises to the largest block
  * freed), the 4 MB answers' and Redis replies' blocks stayed in the allocator once freed: 90 to 150 MB outside the
- * heap beside the budgets' 48, where it is 44 to 53 MB with the setting (2026-11-27, this phase).
+ * heap beside the budgets' 48, where it is 38 to 53 MB with the setting (2026-11-27, this phase).
  */
 const MMAP_THRESHOLD = process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072'
 /** How long a stream read to the end may take: its task ends in 50 ms, a lost end is found within two heartbeats (30 s). */
