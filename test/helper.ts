@@ -223,6 +223,18 @@ export const TEST_REDIS = (() => {
 /** The run started TEST_REDIS itself (scripts/with-redis.js): its databases are the tests' own to empty. */
 const OWNED_REDIS = process.env.A2A_TEST_REDIS_OWNED === '1'
 
+/** The YAML of a config whose tasks and push configs are in the Redis at `url` (the kvcache backends). */
+export const kvcacheYaml = (url: string): string => `
+tasks:
+  backend: kvcache
+push_notifications:
+  backend: kvcache
+services:
+  cache:
+    type: cache
+    url: ${url}
+`
+
 export const REDIS_UNREACHABLE = process.env.A2A_TEST_REDIS_URL
   ? `Redis is not reachable at ${TEST_REDIS.url} (A2A_TEST_REDIS_URL): start it, or unset the variable and run the ` +
     'suite with npm test or npm run test:only -- <file>, which start a throwaway redis-server'

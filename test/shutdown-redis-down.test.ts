@@ -9,7 +9,7 @@ import { parse } from 'yaml'
 import a2a from '../index.js'
 import { startRedis } from '../scripts/redis-server.js'
 import { validateConfig } from '../services/config/load.js'
-import { logCapture, privateRedis, rpc, serve, until, userMessage, type Served } from './helper.js'
+import { kvcacheYaml, logCapture, privateRedis, rpc, serve, until, userMessage, type Served } from './helper.js'
 
 const SHUTDOWN_TIMEOUT_S = 2
 /** A generous upper bound, not a speed check: the process is killed (and the test fails) only past it. */
@@ -21,15 +21,7 @@ agent:
   delay_ms: 60000
 server:
   shutdown_timeout: ${SHUTDOWN_TIMEOUT_S}
-tasks:
-  backend: kvcache
-push_notifications:
-  backend: kvcache
-services:
-  cache:
-    type: cache
-    url: ${url}
-`
+` + kvcacheYaml(url)
 
 async function server (t: Test, url: string): Promise<Served> {
   const dir = t.testdir({ 'agent.yml': CONFIG(url) })

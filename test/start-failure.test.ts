@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
-import { CLI, logCapture, privateRedis } from './helper.js'
+import { CLI, kvcacheYaml, logCapture, privateRedis } from './helper.js'
 
 /** As test/helper.ts `serve`: the compiled copies of the library's folders record no coverage. */
 const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|routes|schemas)[\\/]/)
@@ -54,17 +54,6 @@ function oneLine (t: Test, run: Run, line: string): void {
   t.notMatch(run.stdout, /agent serving/)
 }
 
-const REDIS = (url: string) => `
-tasks:
-  backend: kvcache
-push_notifications:
-  backend: kvcache
-services:
-  cache:
-    type: cache
-    url: ${url}
-`
-
 const GRPC = (port: number) => `
 protocol:
   grpc:
@@ -89,7 +78,7 @@ t.test('row 9: with its gRPC port taken, serve prints one line and exits 1', asy
 t.test('row 9: on Redis, a taken HTTP port closes the gRPC server, the Redis clients and the workers, and exits 1', async t => {
   const redis = await privateRedis(t)
   const port = await takenPort(t)
-  const run = await serveToExit(t, REDIS(redis.url) + GRPC(await freePort()), ['--port', String(port)])
+  const run = await serveToExit(t, kvcacheYaml(redis.url) + GRPC(await freePort()), ['--port', String(port)])
   oneLine(t, run, `cannot listen on 127.0.0.1:${port}: address in use (set server.port or PORT)`)
   t.match(run.stdout, /gRPC binding listening/, 'gRPC was serving before the HTTP listen failed')
 })
@@ -97,7 +86,7 @@ t.test('row 9: on Redis, a taken HTTP port closes the gRPC server, the Redis cli
 t.test('row 9: on Redis, a taken gRPC port closes the Redis clients and the workers, and exits 1', async t => {
   const redis = await privateRedis(t)
   const port = await takenPort(t)
-  const run = await serveToExit(t, REDIS(redis.url) + GRPC(port), ['--port', '0'])
+  const run = await serveToExit(t, kvcacheYaml(redis.url) + GRPC(port), ['--port', '0'])
   oneLine(t, run, `cannot listen for gRPC on 127.0.0.1:${port}: address in use (set protocol.grpc.port)`)
 })
 
@@ -106,7 +95,7 @@ t.test('row 9: on a Redis that does not answer, a taken HTTP port still prints o
   // Nothing listens there: every Redis command fails. Every close step is bounded (the webhook queue's worker is closed
   // by force, the clients quit within a bound), so the close ends on its own; the cut-off for a close that still hangs
   // is the next test's.
-  const run = await serveToExit(t, REDIS(`redis://127.0.0.1:${await freePort()}`) + 'server:\n  shutdown_timeout: 1\n', ['--port', String(port)])
+  const run = await serveToExit(t, kvcacheYaml(`redis://127.0.0.1:${await freePort()}`) + 'server:\n  shutdown_timeout: 1\n', ['--port', String(port)])
   oneLine(t, run, `cannot listen on 127.0.0.1:${port}: address in use (set server.port or PORT)`)
 })
 

@@ -1,5 +1,6 @@
 // The streams that resume (README, "Resumable streams"), one per version and binding: how to open a message's
 // stream and how to resume a task's, and what their events come to, for the resume tests on one instance and on two.
+import type { Test } from 'tap'
 import type { AgentExecutor } from '../../index.js'
 import { parseSseBlock, rpc } from '../helper.js'
 
@@ -164,4 +165,38 @@ export const chunks = (from: number, to: number): string => Array.from({ length:
 export async function dropping (binding: ResumeBinding, url: string, text: string): Promise<Frames> {
   const abort = new AbortController()
   return new Frames(await binding.stream(url, text, abort.signal), abort)
+}
+
+/** The metadata key that marks a snapshot sent in place of events no longer kept. */
+export const RESYNC = 'fastify-a2a.resync'
+
+/** Reads `count` frames of a stream, then drops its connection. */
+export async function dropAfter (frames: Frames, count: number): Promise<Frame[]> {
+  const got: Frame[] = []
+  while (got.length < count) got.push(await frames.next() as Frame)
+  await frames.drop()
+  return got
+}
+
+/** The artifact text the frames carry, in order. */
+export const textOf = (binding: ResumeBinding, frames: Frame[]): string =>
+  frames.map(f => binding.said(f.data)).filter(s => s.startsWith('artifact ')).map(s => s.slice('artifact '.length)).join('')
+
+/** Waits until `url` reads the task as completed. */
+export async function untilCompleted (url: string, taskId: string): Promise<void> {
+  for (;;) {
+    const got: any = await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id: taskId })) })).json()
+    if (got.result.status.state === 'completed') return
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+}
+
+/** A resumed stream that must be one frame, the completed task marked as a resync, then the end. */
+export async function resyncThenEnd (t: Test, binding: ResumeBinding, res: Response, name: string): Promise<void> {
+  t.equal(res.status, 200, name)
+  const frames = await new Frames(res).rest()
+  t.equal(frames.length, 1, `${name}: one frame, then the end`)
+  t.equal(binding.said(frames[0].data), 'task completed', name)
+  const task = frames[0].data.result?.task ?? frames[0].data.task
+  t.equal((task.metadata as Record<string, unknown>)[RESYNC], true, `${name}: marked as a resync`)
 }

@@ -5,8 +5,8 @@
 import Fastify from 'fastify'
 import t from 'tap'
 import a2a, { type A2AOptions, type AgentExecutor } from '../../index.js'
-import { privateRedis, rpc, type Teardown } from '../helper.js'
-import { Frames, RESUME_BINDINGS, chunks, dropping, gatedAgent, type Frame, type ResumeBinding } from './resume-bindings.js'
+import { privateRedis, type Teardown } from '../helper.js'
+import { Frames, RESUME_BINDINGS, chunks, dropAfter, dropping, gatedAgent, resyncThenEnd, textOf, untilCompleted, type Frame } from './resume-bindings.js'
 
 /** The plugin on 127.0.0.1; its close ends every connection (a dropped stream leaves a keep-alive socket). */
 async function listen (t: Teardown, opts: A2AOptions): Promise<string> {
@@ -17,8 +17,6 @@ async function listen (t: Teardown, opts: A2AOptions): Promise<string> {
   return url
 }
 
-const RESYNC = 'fastify-a2a.resync'
-
 const onRedis = (url: string, extra: Record<string, unknown> = {}) => ({
   services: { cache: { type: 'cache' as const, url } },
   tasks: { backend: 'kvcache' as const },
@@ -27,17 +25,8 @@ const onRedis = (url: string, extra: Record<string, unknown> = {}) => ({
   ...extra
 })
 
-const textOf = (binding: ResumeBinding, frames: Frame[]): string =>
-  frames.map(f => binding.said(f.data)).filter(s => s.startsWith('artifact ')).map(s => s.slice('artifact '.length)).join('')
 const ids = (frames: Frame[]) => frames.map(f => f.id as number)
 const increasing = (list: number[]) => list.every((id, i) => Number.isInteger(id) && (i === 0 || id > list[i - 1]))
-
-async function dropAfter (frames: Frames, count: number): Promise<Frame[]> {
-  const got: Frame[] = []
-  while (got.length < count) got.push(await frames.next() as Frame)
-  await frames.drop()
-  return got
-}
 
 t.test('dropped on one instance, resumed on the other: what it missed from the Stream, then live from the other', async t => {
   const redis = await privateRedis(t)
@@ -142,20 +131,10 @@ t.test('row 11 on Redis: a v1.0 resume of a task that ended and whose events wer
       const seen = await dropAfter(await dropping(binding, a, 'evicted'), 1)
       agent.open('evicted')
       const taskId = binding.taskId(seen[0].data)
-      for (;;) {
-        const got: any = await (await fetch(b, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id: taskId })) })).json()
-        if (got.result.status.state === 'completed') break
-        await new Promise(resolve => setTimeout(resolve, 10))
-      }
+      await untilCompleted(b, taskId)
       // Resumed on the other instance: what it knows of the task is what Redis kept.
       const res = await binding.resume(b, taskId, seen[0].id)
-      const name = `${binding.name}, max_events ${maxEvents}`
-      t.equal(res.status, 200, name)
-      const frames = await new Frames(res).rest()
-      t.equal(frames.length, 1, `${name}: one frame, then the end`)
-      t.equal(binding.said(frames[0].data), 'task completed', name)
-      const task = frames[0].data.result?.task ?? frames[0].data.task
-      t.equal((task.metadata as Record<string, unknown>)[RESYNC], true, `${name}: marked as a resync`)
+      await resyncThenEnd(t, binding, res, `${binding.name}, max_events ${maxEvents}`)
     }
   }
 })

@@ -5,9 +5,7 @@ import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import a2a, { type A2AOptions, type AgentExecutor } from '../../index.js'
 import { postStream, rpc, userMessage, waitOrEchoInTwo, type Teardown } from '../helper.js'
-import { Frames, RESUME_BINDINGS, chunks, dropping, gatedAgent, type Frame, type ResumeBinding } from './resume-bindings.js'
-
-const RESYNC = 'fastify-a2a.resync'
+import { Frames, RESUME_BINDINGS, RESYNC, chunks, dropAfter, dropping, gatedAgent, resyncThenEnd, textOf, untilCompleted, type Frame } from './resume-bindings.js'
 
 /**
  * The plugin on 127.0.0.1. Its close ends every connection: a client that dropped a stream leaves a keep-alive
@@ -20,17 +18,6 @@ async function listen (t: Teardown, opts: A2AOptions): Promise<{ url: string }> 
   t.teardown(() => app.close())
   return { url }
 }
-
-/** Reads `count` frames of a stream, then drops its connection. */
-async function dropAfter (frames: Frames, count: number): Promise<Frame[]> {
-  const got: Frame[] = []
-  while (got.length < count) got.push(await frames.next() as Frame)
-  await frames.drop()
-  return got
-}
-
-const textOf = (binding: ResumeBinding, frames: Frame[]): string =>
-  frames.map(f => binding.said(f.data)).filter(s => s.startsWith('artifact ')).map(s => s.slice('artifact '.length)).join('')
 
 function increasing (t: Test, frames: Frame[], after: number): void {
   const ids = frames.map(f => f.id)
@@ -153,19 +140,9 @@ t.test('row 11: a v1.0 resume of a task that ended and whose events were evicted
       const seen = await dropAfter(await dropping(binding, url, 'evicted'), 1)
       agent.open('evicted')
       const taskId = binding.taskId(seen[0].data)
-      for (;;) {
-        const got: any = await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id: taskId })) })).json()
-        if (got.result.status.state === 'completed') break
-        await new Promise(resolve => setTimeout(resolve, 10))
-      }
+      await untilCompleted(url, taskId)
       const res = await binding.resume(url, taskId, seen[0].id)
-      const name = `${binding.name}, max_events ${maxEvents}`
-      t.equal(res.status, 200, name)
-      const frames = await new Frames(res).rest()
-      t.equal(frames.length, 1, `${name}: one frame, then the end`)
-      t.equal(binding.said(frames[0].data), 'task completed', name)
-      const task = frames[0].data.result?.task ?? frames[0].data.task
-      t.equal((task.metadata as Record<string, unknown>)[RESYNC], true, `${name}: marked as a resync`)
+      await resyncThenEnd(t, binding, res, `${binding.name}, max_events ${maxEvents}`)
     }
   }
 })
