@@ -4,7 +4,7 @@ import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { AnswerBudget, stalledFor, type Stall, type Taken } from '../services/answer-budget.js'
+import { AnswerBudget, closeSignal, stalledFor, type Stall, type Taken } from '../services/answer-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -99,11 +99,9 @@ export class HttpAnswers {
       this.#write(res, taken, json, write)
       return
     }
-    const left = new AbortController()
-    const abort = (): void => left.abort()
-    res.once('close', abort)
+    const left = closeSignal(res, false)
     this.budget.take(connection, json.length, left.signal).then(taken => {
-      res.off('close', abort)
+      left.stop()
       this.#write(res, taken, serialize(), write)
     }, () => {
       // The client left while its answer waited: nothing to send, and nothing was taken.

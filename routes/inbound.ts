@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify'
-import type { Taken } from '../services/answer-budget.js'
+import { closeSignal, type Taken } from '../services/answer-budget.js'
 import { JsonRpcError, RpcCode } from '../services/errors.js'
 import type { RequestBudget } from '../services/request-budget.js'
 import { connectionOf, gone } from '../plugins/answers.js'
@@ -48,11 +48,9 @@ export function takeRequestBytes (budget: RequestBudget, bodyLimit: number, wait
       done(null, payload)
       return
     }
-    const left = new AbortController()
-    const abort = (): void => left.abort()
-    res.once('close', abort)
+    const left = closeSignal(res, gone(res))
     budget.take(connection, length, waitMs, left.signal).then(taken => {
-      res.off('close', abort)
+      left.stop()
       if (taken === null) {
         // Its body is left unread: the connection is closed once the refusal is sent, rather than kept for the body.
         if (request.raw.httpVersionMajor !== 2) reply.header('connection', 'close')

@@ -182,3 +182,25 @@ export function stalledFor (stall: Stall, bytes: number, now: number, timeoutMs:
   }
   return now - stall.since >= timeoutMs
 }
+
+/** What closes once, with a `close` event: a response, an HTTP/2 stream. */
+interface Closing {
+  once (event: 'close', listener: () => void): unknown
+  off (event: 'close', listener: () => void): unknown
+}
+
+/**
+ * A signal for a wait (for room here, or for a turn) that ends when its client goes: it aborts when `target`
+ * closes, or at once when `closed` says it has already (its `close` is past, and a listener added now would never
+ * run). `stop` removes the listener once the wait is over.
+ */
+export function closeSignal (target: Closing, closed: boolean): { signal: AbortSignal, stop: () => void } {
+  const controller = new AbortController()
+  if (closed) {
+    controller.abort()
+    return { signal: controller.signal, stop: () => {} }
+  }
+  const abort = (): void => controller.abort()
+  target.once('close', abort)
+  return { signal: controller.signal, stop: () => { target.off('close', abort) } }
+}

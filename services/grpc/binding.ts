@@ -5,7 +5,7 @@ import {
 import type { ServerHttp2Stream } from 'node:http2'
 import type protobuf from 'protobufjs'
 import type { AgentCard } from '../agent-card.js'
-import type { AnswerBudget, Taken } from '../answer-budget.js'
+import { closeSignal, type AnswerBudget, type Taken } from '../answer-budget.js'
 import type { RequestBudget } from '../request-budget.js'
 import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
@@ -187,13 +187,10 @@ export class GrpcBinding {
       run(now)
       return
     }
-    const gone = new AbortController()
-    // (A stream closed already has emitted its `close`: see #admit.)
-    /* c8 ignore next -- the client resetting its call between grpc-js reading it and here: a race a test cannot time */
-    if (stream.destroyed) gone.abort()
-    else stream.once('close', () => gone.abort())
+    const gone = closeSignal(stream, stream.destroyed)
     // A call past the connection's bound waits here, before it runs, holding only its request (admission.ts).
     this.#admission.enter(connection, gone.signal).then(leave => {
+      gone.stop()
       // The client left while the call waited: there is nobody to answer.
       if (leave === null) {
         taken.release()
@@ -218,11 +215,9 @@ export class GrpcBinding {
       this.#send(stream, callback, taken, bytes)
       return
     }
-    const gone = new AbortController()
-    const abort = (): void => gone.abort()
-    stream.once('close', abort)
+    const gone = closeSignal(stream, stream.destroyed)
     budget.take(connection, bytes.length, gone.signal).then(taken => {
-      stream.off('close', abort)
+      gone.stop()
       leave()
       this.#send(stream, callback, taken, codec.write(type, value))
     }, leave)

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { AnswerBudget } from '../../services/answer-budget.js'
+import { EventEmitter } from 'node:events'
+import { AnswerBudget, closeSignal } from '../../services/answer-budget.js'
 
 const a = { name: 'a' }
 const b = { name: 'b' }
@@ -96,4 +97,23 @@ t.test('a reservation is exchanged for the size of what is written, whatever the
   grown.release()
   held.release()
   t.equal(budget.bytes, 0)
+})
+
+t.test('closeSignal aborts when its target closes, at once when it has closed already, and stops listening when told', async t => {
+  const open = new EventEmitter()
+  const waiting = closeSignal(open, false)
+  t.equal(waiting.signal.aborted, false)
+  t.equal(open.listenerCount('close'), 1)
+  open.emit('close')
+  t.equal(waiting.signal.aborted, true, 'the target closed')
+  const done = closeSignal(open, false)
+  done.stop()
+  t.equal(open.listenerCount('close'), 0, 'a wait that is over listens no more')
+  open.emit('close')
+  t.equal(done.signal.aborted, false)
+  const closed = new EventEmitter()
+  const late = closeSignal(closed, true)
+  t.equal(late.signal.aborted, true, 'closed already: its close is past, so the signal aborts at once')
+  t.equal(closed.listenerCount('close'), 0)
+  late.stop()
 })
