@@ -1,11 +1,12 @@
 import type { Task } from '../../schemas/task.js'
 import type { KeptEvent } from './store.js'
 import { taskNotFound, type JsonRpcError } from '../errors.js'
-import { encodeEvent, encodeTask } from '../a2a/codec-v10.js'
-import { encodeEvent03, encodeTask03 } from '../a2a/codec-v03-rest.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
-import { isSettled, presentTask, stateName, type Dialect } from './states.js'
+import { isSettled } from './states.js'
+import { eventResult, resynced, snapshotJson, snapshotResult, type Wire } from './stream-json.js'
 import type { StoredTask } from './store.js'
+
+export { RESYNC_KEY, eventResult, type Wire } from './stream-json.js'
 
 /** Where a stream's events go: serialized JSON-RPC `result` values, then the end. */
 export interface StreamSink {
@@ -40,13 +41,6 @@ export const MAX_QUEUED_BYTES = 1024 * 1024
  */
 export const MAX_BEHIND_BYTES = 16 * 1024 * 1024
 
-/**
- * How a stream's results are written: A2A v0.3 in one of its dialects, A2A v1.0 (`v1`: StreamResponse objects,
- * the Task first, then `statusUpdate` and `artifactUpdate`, no `final`; CONTRACT.md §11.3), or the v0.3 proto's
- * StreamResponse of the `/v1` REST routes (`rest03`: the same with `final`, CONTRACT.md §12).
- */
-export type Wire = Dialect | 'v1' | 'rest03'
-
 export interface TaskEventStreamOptions {
   dialect: Wire
   /**
@@ -78,75 +72,6 @@ export interface TaskEventStreamOptions {
 export interface Resume {
   readonly after: number
   readonly kept: readonly KeptEvent[] | null
-}
-
-/** The metadata key that marks a snapshot sent in place of events no longer kept. */
-export const RESYNC_KEY = 'fastify-a2a.resync'
-
-// One serialization per event and dialect, shared by every stream that follows the task (CONTRACT.md §7). The bus
-// hands one event object to all of a task's streams in one loop, so the last event serialized is all that needs
-// remembering for events; snapshots (resubscribe, shutdown) are kept per task.
-let lastEvent: TaskEvent | undefined
-let lastDialect: Wire | undefined
-let lastJson = ''
-const snapshots: Record<Wire, WeakMap<object, string>> = {
-  default: new WeakMap(), a2a: new WeakMap(), v1: new WeakMap(), rest03: new WeakMap()
-}
-
-/**
- * The JSON of an event's `result` in a wire form: the whole Task (default), an A2A update event (a2a) or a v1.0
- * StreamResponse (v1).
- */
-export function eventResult (event: TaskEvent, dialect: Wire): string {
-  if (event === lastEvent && dialect === lastDialect) return lastJson
-  let json: string
-  const { task } = event
-  if (dialect === 'v1') {
-    json = JSON.stringify(encodeEvent(event))
-  } else if (dialect === 'rest03') {
-    json = JSON.stringify(encodeEvent03(event))
-  } else if (dialect === 'default') {
-    json = JSON.stringify(presentTask(task, dialect))
-  } else if (event.type === 'status') {
-    json = JSON.stringify({
-      kind: 'status-update',
-      taskId: task.id,
-      contextId: task.contextId,
-      status: { ...task.status, state: stateName(task.status.state, dialect) },
-      final: event.final
-    })
-  } else {
-    json = JSON.stringify({
-      kind: 'artifact-update',
-      taskId: task.id,
-      contextId: task.contextId,
-      artifact: event.artifact,
-      append: event.append,
-      lastChunk: event.lastChunk
-    })
-  }
-  lastEvent = event
-  lastDialect = dialect
-  lastJson = json
-  return json
-}
-
-/** A snapshot as a stream writes it: the Task (v0.3) or the StreamResponse `{task}` (v1.0, v0.3 REST). */
-function snapshotJson (task: Task, dialect: Wire): string {
-  if (dialect === 'v1') return JSON.stringify({ task: encodeTask(task) })
-  if (dialect === 'rest03') return JSON.stringify({ task: encodeTask03(task) })
-  return JSON.stringify(presentTask(task, dialect))
-}
-
-/** The same, remembered per snapshot: every stream that resubscribes to a task starts from the same one. */
-function snapshotResult (task: Task, dialect: Wire): string {
-  const cache = snapshots[dialect]
-  let json = cache.get(task)
-  if (json === undefined) {
-    json = snapshotJson(task, dialect)
-    cache.set(task, json)
-  }
-  return json
 }
 
 /**
@@ -210,8 +135,7 @@ export class TaskEventStream {
     const settled = isSettled(record.task.status.state)
     if (resume !== undefined && this.#dialect !== 'default') {
       if (resume.kept === null) {
-        const task = { ...record.task, metadata: { ...record.task.metadata, [RESYNC_KEY]: true } }
-        this.#push({ snapshot: task, version: record.version }, settled)
+        this.#push({ snapshot: resynced(record.task), version: record.version }, settled)
       } else {
         this.#afterVersion = resume.after
         for (const kept of resume.kept) this.#onEvent(replayed(kept, record.task))
@@ -306,7 +230,7 @@ export class TaskEventStream {
     this.#behind = 0
     this.#afterVersion = record.version
     this.#last = record.task
-    const task = this.#dialect === 'default' ? record.task : { ...record.task, metadata: { ...record.task.metadata, [RESYNC_KEY]: true } }
+    const task = this.#dialect === 'default' ? record.task : resynced(record.task)
     this.#push({ snapshot: task, version: record.version }, isSettled(record.task.status.state))
   }
 
