@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
+import { pushBodies } from '../services/a2a/push-bodies.js'
 import { WebhookNotifier, type NotifierOptions } from '../services/push/notifier.js'
 import { RedisPushOutbox } from '../services/push/outbox.js'
 import { PushService } from '../services/push/service.js'
@@ -55,7 +56,7 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     store: fastify.a2aPushConfigs,
     policy,
     log: fastify.log.child({ component: 'webhook-notifier' }),
-    dialect: config.protocol.dialect,
+    bodies: pushBodies(config.protocol.dialect),
     timeoutSeconds: settings.config.timeout,
     maxRetries: settings.config.max_retries,
     retryDelaySeconds: settings.config.retry_delay,

@@ -7,7 +7,8 @@ import type { MaybePromise } from '../maybe-promise.js'
 import type { PushService } from '../push/service.js'
 import type { StoredTask } from '../tasks/store.js'
 import type { SettledTask, TaskService } from '../tasks/task-service.js'
-import { TaskEventStream, type Resume, type Wire } from '../tasks/task-stream.js'
+import { TaskEventStream, type Resume } from '../tasks/task-stream.js'
+import { streamEncoder, type Wire } from './stream-encoders.js'
 import { isTerminal } from '../tasks/states.js'
 import { keyCount } from '../tasks/task-bytes.js'
 
@@ -78,11 +79,12 @@ export class A2AOperations {
     this.#maxKeys = config.tasks.max_keys
   }
 
-  /** How a stream of a task is written: in `wire`, its frames with ids or not (README, "Resumable streams"). */
+  /** How a stream of a task is written: in `wire`, its frames with ids or not (docs/architecture.md, "Resumable streams"). */
   #streamOf (id: string, wire: Wire, mode: 'message' | 'resubscribe', local?: boolean): TaskEventStream {
     const ids = wire !== 'default' || this.#seedIds
     const stored = { version: () => this.tasks.storedVersion(id), read: () => this.tasks.stored(id) }
-    return new TaskEventStream(this.tasks.bus, id, local === true ? { dialect: wire, mode, ids, local, stored } : { dialect: wire, mode, ids, stored })
+    const encoder = streamEncoder(wire)
+    return new TaskEventStream(this.tasks.bus, id, local === true ? { encoder, mode, ids, local, stored } : { encoder, mode, ids, stored })
   }
 
   /**
@@ -159,7 +161,7 @@ export class A2AOperations {
   /**
    * Follows a task: its snapshot, then live events until it settles. `terminal` is the error for a task that has
    * ended (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3), as a task
-   * waiting for input does in both. `lastEventId` (a client's `Last-Event-ID`, README "Resumable streams") resumes
+   * waiting for input does in both. `lastEventId` (a client's `Last-Event-ID`, docs/architecture.md, "Resumable streams") resumes
    * after that event instead: the events it missed, then live ones; a task that has ended since is resumed too,
    * as a resync when its events are no longer kept.
    */
@@ -176,7 +178,7 @@ export class A2AOperations {
         if (wire !== 'default') resume = { after: lastEventId, kept: await this.tasks.store.eventsAfter(id, lastEventId) }
       }
       // A resume whose events are no longer kept (`kept` null) gets the task marked as a resync, then the end, in
-      // every version: a client that missed how the task ended learns it (README, "Resumable streams").
+      // every version: a client that missed how the task ended learns it (docs/architecture.md, "Resumable streams").
       if (terminal !== undefined && isTerminal(record.task.status.state) && (resume === undefined || resume.kept?.length === 0)) {
         throw terminal(record.task)
       }

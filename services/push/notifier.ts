@@ -6,19 +6,27 @@ import { lazyGot } from '../lazy-got.js'
 import type { Logger } from '../logger.js'
 import type { Task } from '../../schemas/task.js'
 import type { StoredTask } from '../tasks/store.js'
-import { presentTask, type Dialect } from '../tasks/states.js'
-import { encodeTask } from '../a2a/codec-v10.js'
-import { VERSION } from '../version.js'
-import { signatureHeaders, signingKey } from './signing.js'
+import { signingKey } from './signing.js'
+import {
+  byError, byStatus, deliveryHeaders, postOnce, unreserved, type AttemptOutcome, type AttemptResult, type Delivery
+} from './webhook-post.js'
 import type { RedisPushOutbox } from './outbox.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 import type { UrlPolicy } from './url-policy.js'
+
+export { USER_AGENT, parseRetryAfter, type AttemptOutcome, type Delivery } from './webhook-post.js'
+
+const JITTER = 0.2
 
 export interface NotifierOptions {
   store: PushConfigStore
   policy: UrlPolicy
   log: Logger
-  dialect: Dialect
+  /**
+   * The bodies of a task's deliveries, by config (each config's wire version has its own form): the protocol layer
+   * writes them. Called once per change of state; the function it returns is called once per config.
+   */
+  bodies: (task: Task) => (config: StoredPushConfig) => string
   /** `push_notifications.config.timeout`, seconds per attempt. */
   timeoutSeconds: number
   /** Retries after the first attempt. */
@@ -46,43 +54,6 @@ export interface DeliveryQueue {
   /** Deliveries queued or in flight, across every instance sharing the queue. */
   pending (): Promise<number>
   close (timeoutMs: number): Promise<void>
-}
-
-/** How a delivery attempt ended. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'final' | 'gone'
-
-/**
- * The body of a task's delivery to a config, by the wire version the config was made in (CONTRACT.md §11.6): the
- * Task in the v0.3 dialect, or the v1.0 StreamResponse `{"task": ...}`. Each is serialized once, when first asked.
- */
-function deliveryBodies (task: Task, dialect: Dialect): (config: StoredPushConfig) => string {
-  let v03: string | undefined
-  let v10: string | undefined
-  return config => config.version === '1.0'
-    ? (v10 ??= JSON.stringify({ task: encodeTask(task) }))
-    : (v03 ??= JSON.stringify(presentTask(task, dialect)))
-}
-
-/** CONTRACT.md §8.3: a response body is read to at most this much. */
-const MAX_BODY_BYTES = 64 * 1024
-/** A `Retry-After` above this is not honoured; the schedule applies. */
-const MAX_RETRY_AFTER_S = 60
-const JITTER = 0.2
-export const USER_AGENT = `fastify-a2a-notifier/${VERSION}`
-
-/** Headers a config and the notifier set; `default_headers` cannot override them (CONTRACT.md §8.3). */
-const RESERVED = new Set([
-  'content-type', 'user-agent', 'x-a2a-notification-token', 'authorization', 'x-api-key',
-  'webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-length', 'host'
-])
-
-export interface Delivery {
-  readonly taskId: string
-  readonly config: StoredPushConfig
-  readonly body: string
-  readonly state: string
-  /** Stable across the retries of this delivery (`webhook-id`). */
-  readonly id: string
 }
 
 /**
@@ -117,8 +88,7 @@ export class WebhookNotifier {
     this.#log = opts.log
     this.#random = opts.random ?? Math.random
     this.#key = opts.signingSecret === '' ? undefined : signingKey(opts.signingSecret)
-    this.#defaultHeaders = Object.fromEntries(Object.entries(opts.defaultHeaders)
-      .filter(([name]) => !RESERVED.has(name.toLowerCase())))
+    this.#defaultHeaders = unreserved(opts.defaultHeaders)
     this.#agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
     this.#client = lazyGot({
       retry: { limit: 0 },
@@ -190,7 +160,7 @@ export class WebhookNotifier {
       }
       // Snapshots are immutable: the body is the state this change made, serialized only when someone gets it, once
       // per wire version (CONTRACT.md §11.6).
-      const bodyOf = deliveryBodies(task, this.#opts.dialect)
+      const bodyOf = this.#opts.bodies(task)
       const queue = this.#queue
       if (queue === undefined) {
         for (const config of configs) {
@@ -333,97 +303,9 @@ export class WebhookNotifier {
   async #attempt (delivery: Delivery, url: URL): Promise<AttemptResult> {
     if (!await this.#slot()) return { outcome: 'final', code: 'A2A_ERR_CLOSED' }
     const result = await this.#client()
-      .then(client => this.#post(client, url, this.#headers(delivery), delivery.body))
+      .then(client => postOnce(client, url, deliveryHeaders(this.#defaultHeaders, this.#key, delivery), delivery.body))
       .then(byStatus, byError)
     this.#release()
     return result
   }
-
-  #headers (delivery: Delivery): Record<string, string> {
-    const { config } = delivery
-    // Copied key by key: a spread followed by new keys is V8's slow path, on every attempt.
-    const headers: Record<string, string> = {}
-    for (const name of Object.keys(this.#defaultHeaders)) headers[name] = this.#defaultHeaders[name]
-    headers['content-type'] = config.version === '1.0' ? 'application/a2a+json' : 'application/json'
-    headers['user-agent'] = USER_AGENT
-    if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
-    const auth = config.authentication
-    const credentials = auth?.credentials
-    if (config.version === '1.0') {
-      // v1.0: `Authorization: <scheme> <credentials>`, whatever the scheme (§11.6).
-      if (auth !== undefined && credentials !== undefined && credentials !== '') headers.authorization = `${auth.schemes[0]} ${credentials}`
-    } else if (auth !== undefined && credentials !== undefined && credentials !== '') {
-      // The schema requires schemes whenever authentication is given.
-      const schemes = auth.schemes.map(s => s.toLowerCase())
-      if (schemes.includes('bearer')) headers.authorization = `Bearer ${credentials}`
-      else if (schemes.includes('apikey')) headers['x-api-key'] = credentials
-    }
-    if (this.#key !== undefined) {
-      Object.assign(headers, signatureHeaders(this.#key, delivery.id, Math.floor(Date.now() / 1000), delivery.body))
-    }
-    return headers
-  }
-
-  /** One POST; reads at most 64 KiB of the answer and drops the rest. */
-  #post (client: Got, url: URL, headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter?: string }> {
-    return new Promise((resolve, reject) => {
-      const stream = client.stream.post(url, { headers, body })
-      let status = 0
-      let retryAfter: string | undefined
-      let read = 0
-      // A promise settles once: a later call (an error after the end) changes nothing.
-      const done = (err?: Error) => {
-        if (err !== undefined && status === 0) reject(err)
-        else resolve({ status, retryAfter })
-      }
-      stream.on('response', (res: http.IncomingMessage) => {
-        // A client response always has a status code; retry-after is a single-valued header.
-        status = res.statusCode as number
-        retryAfter = res.headers['retry-after']
-      })
-      stream.on('data', (chunk: Buffer) => {
-        read += chunk.length
-        if (read > MAX_BODY_BYTES) {
-          stream.destroy()
-          done()
-        }
-      })
-      stream.on('end', () => done())
-      stream.on('error', (err: Error) => done(err))
-      stream.resume()
-    })
-  }
-}
-
-interface AttemptResult { outcome: AttemptOutcome, status?: number, code?: string, retryAfter?: number }
-
-/** What a receiver's answer means for the delivery. */
-function byStatus (response: { status: number, retryAfter?: string }): AttemptResult {
-  const { status } = response
-  if (status >= 200 && status < 300) return { outcome: 'delivered', status }
-  if (status === 410) return { outcome: 'gone', status }
-  if (status === 408 || status === 429 || status >= 500) {
-    return { outcome: 'retry', status, retryAfter: parseRetryAfter(response.retryAfter) }
-  }
-  // 3xx (redirects are not followed) and every other 4xx are final.
-  return { outcome: 'final', status }
-}
-
-/** What a failed POST means: a refused address is final (retrying cannot make it safe); anything else is retried. */
-function byError (err: { code?: string }): AttemptResult {
-  const { code = 'ERROR' } = err
-  return { outcome: code === 'A2A_ERR_UNSAFE_ADDRESS' ? 'final' : 'retry', code }
-}
-
-/** `Retry-After` in seconds or as an HTTP date; undefined when absent, invalid or over 60 s. */
-export function parseRetryAfter (value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined || value.trim() === '') return undefined
-  let seconds: number
-  if (/^\d+$/.test(value.trim())) seconds = Number(value.trim())
-  else {
-    const at = Date.parse(value)
-    if (Number.isNaN(at)) return undefined
-    seconds = Math.max(0, Math.ceil((at - now) / 1000))
-  }
-  return seconds <= MAX_RETRY_AFTER_S ? seconds : undefined
 }

@@ -3,10 +3,31 @@ import type { KeptEvent } from './store.js'
 import { taskNotFound, type JsonRpcError } from '../errors.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import { isSettled } from './states.js'
-import { eventResult, resynced, snapshotJson, snapshotResult, type Wire } from './stream-json.js'
 import type { StoredTask } from './store.js'
 
-export { RESYNC_KEY, eventResult, type Wire } from './stream-json.js'
+/** The metadata key that marks a snapshot sent in place of events no longer kept. */
+export const RESYNC_KEY = 'fastify-a2a.resync'
+
+/** `task` marked as a resync: a snapshot sent in place of events the stream no longer has. */
+function resynced (task: Task): Task {
+  return { ...task, metadata: { ...task.metadata, [RESYNC_KEY]: true } }
+}
+
+/**
+ * How a stream writes its results, in the wire form of its version and binding: given by the protocol layer, so
+ * that the task layer knows no wire.
+ */
+export interface StreamEncoder {
+  /**
+   * Every result is the whole task (the v0.3 default dialect): a message's stream starts with no snapshot, a
+   * resumed one is not replayed, and of what waits only the latest result is kept.
+   */
+  readonly wholeTask: boolean
+  /** The JSON of an event's result. */
+  event (event: TaskEvent): string
+  /** The JSON of a snapshot result; `shared`: other streams write the same snapshot (it is remembered per task). */
+  snapshot (task: Task, shared: boolean): string
+}
 
 /** Where a stream's events go: serialized JSON-RPC `result` values, then the end. */
 export interface StreamSink {
@@ -42,16 +63,16 @@ export const MAX_QUEUED_BYTES = 1024 * 1024
 export const MAX_BEHIND_BYTES = 16 * 1024 * 1024
 
 export interface TaskEventStreamOptions {
-  dialect: Wire
+  encoder: StreamEncoder
   /**
-   * `message`: the stream of a message just sent (default dialect: starts at in_progress, no snapshot; a2a: the
-   * Task first). `resubscribe`: the current snapshot first, in both dialects. Either ends when the task settles
+   * `message`: the stream of a message just sent (whole-task results: starts at in_progress, no snapshot; others:
+   * the Task first). `resubscribe`: the current snapshot first, in every wire form. Either ends when the task settles
    * (terminal, input_required or auth_required), as CONTRACT.md §7 says of every stream.
    */
   mode: 'message' | 'resubscribe'
   /** A task this process runs: follow it as a `local` listener of the bus (no subscription in Redis). */
   local?: boolean
-  /** Each frame carries its task version as the SSE event id (README, "Resumable streams"). */
+  /** Each frame carries its task version as the SSE event id (docs/architecture.md, "Resumable streams"). */
   ids?: boolean
   /**
    * The task as stored, which `check` looks at: its version (null once it surely is not stored), and the task. A task
@@ -82,7 +103,7 @@ export interface Resume {
  */
 export class TaskEventStream {
   readonly taskId: string
-  readonly #dialect: Wire
+  readonly #encoder: StreamEncoder
   readonly #mode: TaskEventStreamOptions['mode']
   readonly #unsubscribe: Subscription
   readonly #ids: boolean
@@ -94,9 +115,9 @@ export class TaskEventStream {
   #early: TaskEvent[] | null = []
   /** What waits for the consumer: everything before a sink is attached, and what comes while it is not keeping up. */
   readonly #held: Held[] = []
-  /** Bytes of what waits: in the a2a dialect their sum; in the default dialect an estimate of the latest snapshot. */
+  /** Bytes of what waits: their sum; with whole-task results an estimate of the latest snapshot. */
   #heldBytes = 0
-  /** Default dialect: the size of the last snapshot written, which each held event grows by its change. */
+  /** Whole-task results: the size of the last snapshot written, which each held event grows by its change. */
   #lastBytes = 0
   #sink: StreamSink | null = null
   /** The last write was refused: hold (and coalesce) until `drain`. */
@@ -110,7 +131,7 @@ export class TaskEventStream {
 
   constructor (bus: TaskEventBus, taskId: string, opts: TaskEventStreamOptions) {
     this.taskId = taskId
-    this.#dialect = opts.dialect
+    this.#encoder = opts.encoder
     this.#mode = opts.mode
     this.#ids = opts.ids === true
     this.#stored = opts.stored
@@ -123,8 +144,8 @@ export class TaskEventStream {
   }
 
   /**
-   * Sets the snapshot the stream starts from, and replays what arrived after it. A `resume` (not in the default
-   * dialect, whose every result is the whole task) starts after the client's last event instead: the events kept
+   * Sets the snapshot the stream starts from, and replays what arrived after it. A `resume` (not with an encoder
+   * of whole tasks, whose every result is the whole task) starts after the client's last event instead: the events kept
    * since, then live ones; or, when those are no longer kept, the snapshot marked as a resync.
    */
   start (record: StoredTask, resume?: Resume): this {
@@ -133,7 +154,7 @@ export class TaskEventStream {
     this.#afterVersion = record.version
     this.#last = record.task
     const settled = isSettled(record.task.status.state)
-    if (resume !== undefined && this.#dialect !== 'default') {
+    if (resume !== undefined && !this.#encoder.wholeTask) {
       if (resume.kept === null) {
         this.#push({ snapshot: resynced(record.task), version: record.version }, settled)
       } else {
@@ -146,7 +167,7 @@ export class TaskEventStream {
           this.close()
         }
       }
-    } else if (this.#mode === 'resubscribe' || this.#dialect !== 'default') {
+    } else if (this.#mode === 'resubscribe' || !this.#encoder.wholeTask) {
       // A resubscribe to a task that has settled gets its snapshot and the stream ends.
       this.#push({ snapshot: record.task, version: record.version }, this.#mode === 'resubscribe' && settled)
     }
@@ -156,7 +177,7 @@ export class TaskEventStream {
 
   /** The task as of the last event this stream saw, serialized: what a stream cut short by shutdown sends last. */
   snapshot (): string {
-    return snapshotResult(this.#last as Task, this.#dialect)
+    return this.#encoder.snapshot(this.#last as Task, true)
   }
 
   /** The id of what `snapshot` shows, when the stream has ids. */
@@ -230,7 +251,7 @@ export class TaskEventStream {
     this.#behind = 0
     this.#afterVersion = record.version
     this.#last = record.task
-    const task = this.#dialect === 'default' ? record.task : resynced(record.task)
+    const task = this.#encoder.wholeTask ? record.task : resynced(record.task)
     this.#push({ snapshot: task, version: record.version }, isSettled(record.task.status.state))
   }
 
@@ -287,15 +308,15 @@ export class TaskEventStream {
   /**
    * Keeps a result for a consumer that is not keeping up (or not attached yet), coalescing what a later result makes
    * redundant, so that a fast producer neither cuts off a consumer that reads nor piles up memory:
-   * - default dialect: every result is the whole task, so only the latest is kept (never in place of the stream's
+   * - whole-task results (v0.3 default dialect): every result is the whole task, so only the latest is kept (never in place of the stream's
    *   first result, which must show the first state). Its size is estimated from the last snapshot written and the
    *   changes since, rather than serializing every snapshot a slow consumer will never see;
-   * - a2a dialect: consecutive chunks appended to one artifact are merged into one artifact-update.
+   * - event results: consecutive chunks appended to one artifact are merged into one artifact-update.
    * What is held counts towards the consumer's 1 MiB.
    */
   #hold (result: Result): void {
     const last = this.#held[this.#held.length - 1]
-    if (this.#dialect === 'default') {
+    if (this.#encoder.wholeTask) {
       if (last !== undefined && (this.#written > 0 || this.#held.length > 1)) this.#held.pop()
       this.#held.push({ result, bytes: 0 })
       this.#heldBytes = Math.max(this.#heldBytes, this.#lastBytes) + changeBytes(result)
@@ -321,9 +342,9 @@ export class TaskEventStream {
   }
 
   #json (result: Result): string {
-    if (!('snapshot' in result)) return eventResult(result, this.#dialect)
+    if (!('snapshot' in result)) return this.#encoder.event(result)
     // The first result of a message's own stream is its new task, which no other stream shares: nothing to remember.
-    return this.#mode === 'message' ? snapshotJson(result.snapshot, this.#dialect) : snapshotResult(result.snapshot, this.#dialect)
+    return this.#encoder.snapshot(result.snapshot, this.#mode !== 'message')
   }
 }
 

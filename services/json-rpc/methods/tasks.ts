@@ -6,7 +6,7 @@ import { TaskSchema } from '../../../schemas/task.js'
 import { RpcCode } from '../../errors.js'
 import { pushNotSupported, resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
 import { encodeTask03 } from '../../a2a/codec-v03-rest.js'
-import { normalizeState, presentTask } from '../../tasks/states.js'
+import { normalizeState, presentTask } from '../../a2a/codec-v03.js'
 import type { Task } from '../../../schemas/task.js'
 import type { MethodContext, MethodDefinition } from '../registry.js'
 

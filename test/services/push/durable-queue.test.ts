@@ -1,3 +1,4 @@
+import { pushBodies } from '../../../services/a2a/push-bodies.js'
 import pino from 'pino'
 import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
@@ -25,7 +26,7 @@ function durable (t: { teardown (fn: () => unknown): void }, client: import('ior
     store,
     policy: createUrlPolicy({ validateUrls: true, requireHttps: false, allowedDomains: [], allowedNetworks: ['127.0.0.0/8'] }),
     log,
-    dialect: 'default',
+    bodies: pushBodies('default'),
     timeoutSeconds: 2,
     maxRetries: 2,
     retryDelaySeconds: 0.01,

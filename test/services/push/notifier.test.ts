@@ -1,3 +1,4 @@
+import { pushBodies } from '../../../services/a2a/push-bodies.js'
 import pino from 'pino'
 import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
@@ -22,7 +23,7 @@ function notifier (t: { teardown (fn: () => unknown): void }, store: PushConfigS
     store,
     policy: createUrlPolicy({ validateUrls: true, requireHttps: false, allowedDomains: [], allowedNetworks: ['127.0.0.0/8'] }),
     log: pino({ level: 'debug' }, logs.stream),
-    dialect: 'default',
+    bodies: pushBodies('default'),
     timeoutSeconds: 2,
     maxRetries: 2,
     retryDelaySeconds: 0.01,

@@ -1,8 +1,7 @@
 import t from 'tap'
 import { TASK_STATES, type Task, type TaskState } from '../../../schemas/task.js'
-import {
-  canTransition, isSettled, isTerminal, normalizeState, presentTask, stateName
-} from '../../../services/tasks/states.js'
+import { canTransition, isSettled, isTerminal } from '../../../services/tasks/states.js'
+import { normalizeState, presentTask, stateName } from '../../../services/a2a/codec-v03.js'
 
 const TERMINAL = ['completed', 'canceled', 'failed', 'rejected'] as const
 

@@ -2,7 +2,8 @@ import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
 import { MemoryTaskEventBus, type TaskEvent } from '../../../services/tasks/event-bus.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
-import { MAX_BEHIND_BYTES, RESYNC_KEY, TaskEventStream, eventResult } from '../../../services/tasks/task-stream.js'
+import { MAX_BEHIND_BYTES, RESYNC_KEY, TaskEventStream } from '../../../services/tasks/task-stream.js'
+import { eventResult, streamEncoder } from '../../../services/a2a/stream-encoders.js'
 
 function task (state: Task['status']['state'], artifacts: Task['artifacts'] = []): Task {
   return { id: 't1', contextId: 'c1', kind: 'task', status: { state, timestamp: '2025-01-01T00:00:00.000Z' }, artifacts, history: [], metadata: null }
@@ -22,7 +23,7 @@ const flush = async (): Promise<void> => await new Promise(resolve => setImmedia
 
 t.test('events published before the snapshot are held, and those at or below its version are dropped', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'message' })
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'message' })
   bus.publish('t1', status(2, 'in_progress'))
   bus.publish('t1', status(3, 'in_progress'))
   stream.start(record(2, task('in_progress')))
@@ -41,7 +42,7 @@ t.test('events published before the snapshot are held, and those at or below its
 
 t.test('a resubscribe to a settled task sends its snapshot and ends, even before a sink is attached', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'resubscribe' }).start(record(5, task('input_required')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'resubscribe' }).start(record(5, task('input_required')))
   t.equal(bus.listenerCount(), 0)
   const s = sink()
   stream.attach(s.sink)
@@ -60,7 +61,7 @@ t.test('each event is serialized once per dialect and shared', async t => {
 
 t.test('closing a stream unsubscribes it once', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'resubscribe' }).start(record(1, task('in_progress')))
   t.equal(bus.listenerCount('t1'), 1)
   stream.close()
   stream.close()
@@ -98,7 +99,7 @@ const chunk = (version: number, text: string, append = true): TaskEvent => ({
 
 t.test('default dialect: while the consumer is behind only the latest snapshot waits, and the first is never replaced', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'message' }).start(record(1, task('submitted')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'message' }).start(record(1, task('submitted')))
   // Before a sink is attached: the first result and the latest are kept.
   bus.publish('t1', status(2, 'in_progress'))
   bus.publish('t1', chunk(3, 'a'))
@@ -127,7 +128,7 @@ t.test('default dialect: while the consumer is behind only the latest snapshot w
 
 t.test('a2a dialect: appended chunks of one artifact merge while the consumer is behind; other events keep their order', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
   stream.attach(s.sink)
   s.state.full = true
@@ -152,7 +153,7 @@ t.test('a2a dialect: appended chunks of one artifact merge while the consumer is
 
 t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut off, by default', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
   stream.attach(s.sink)
   s.state.full = true
@@ -166,7 +167,7 @@ t.test('a2a dialect: a consumer whose held and queued results pass 1 MiB is cut 
 
 t.test('a2a dialect: a consumer whose held and queued results pass its sink\'s limit is cut off at once', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
   stream.attach({ ...s.sink, limit: MAX_BEHIND_BYTES })
   s.state.full = true
@@ -181,7 +182,7 @@ t.test('a2a dialect: a consumer whose held and queued results pass its sink\'s l
 
 t.test('a2a dialect: the next result to write is spared the limit, as the one being written is, however large', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
   stream.attach({ ...s.sink, limit: 1024 * 1024 })
   s.state.full = true
@@ -198,7 +199,7 @@ t.test('a2a dialect: the next result to write is spared the limit, as the one be
 
 t.test('a result the sink has no room for is not lost: it is held, in order, and written on the next drain', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const out: string[] = []
   let room = false
   let ended = 0
@@ -224,7 +225,7 @@ t.test('a result the sink has no room for is not lost: it is held, in order, and
 
 t.test('a drain that finds the consumer behind again keeps the rest held, in order', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   const s = slowSink()
   stream.attach(s.sink)
   s.state.full = true
@@ -243,7 +244,7 @@ t.test('a drain that finds the consumer behind again keeps the rest held, in ord
 
 t.test('a drain before a sink is attached writes nothing; the held results wait for the sink', async t => {
   const bus = new MemoryTaskEventBus()
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'message' }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'message' }).start(record(1, task('in_progress')))
   stream.drain()
   const s = slowSink()
   stream.attach(s.sink)
@@ -254,12 +255,12 @@ t.test('a drain before a sink is attached writes nothing; the held results wait 
 t.test('a stream with ids writes each result with its version, and names the snapshot it would end with', async t => {
   const bus = new MemoryTaskEventBus()
   const written: Array<[string, number | undefined]> = []
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'resubscribe', ids: true }).start(record(5, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'resubscribe', ids: true }).start(record(5, task('in_progress')))
   stream.attach({ write: (json, id) => { written.push([JSON.parse(json).kind, id]); return true }, end () {}, queued: () => 0, abort () {} })
   bus.publish('t1', { type: 'status', version: 6, task: task('input_required'), final: true })
   t.same(written, [['task', 5], ['status-update', 6]])
   t.equal(stream.snapshotId(), 6)
-  const plain = new TaskEventStream(bus, 't1', { dialect: 'a2a', mode: 'resubscribe' }).start(record(5, task('in_progress')))
+  const plain = new TaskEventStream(bus, 't1', { encoder: streamEncoder('a2a'), mode: 'resubscribe' }).start(record(5, task('in_progress')))
   t.equal(plain.snapshotId(), undefined)
   plain.close()
 })
@@ -272,7 +273,7 @@ t.test('row 15: check ends a stream whose task has vanished with -32001, once; a
     version: () => new Promise<number | null>((resolve, reject) => { looks.push(resolve); fails.push(reject) }),
     read: async () => null
   }
-  const stream = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const failed: Array<{ code: number, data: unknown }> = []
   const s = sink()
   stream.check()
@@ -301,14 +302,14 @@ t.test('row 15: check ends a stream whose task has vanished with -32001, once; a
   t.equal(looks.length, 4, 'an ended stream looks no more')
 
   // A sink without `fail` (a binding with no error frame) is ended; a look that finds the stream closed meanwhile does nothing.
-  const plain = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
+  const plain = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const p = sink()
   plain.attach(p.sink)
   plain.check()
   looks[4](null)
   await flush()
   t.equal(p.ended(), 1)
-  const closing = new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
+  const closing = new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'resubscribe', stored }).start(record(1, task('in_progress')))
   const c = sink()
   closing.attach(c.sink)
   closing.check()
@@ -317,7 +318,7 @@ t.test('row 15: check ends a stream whose task has vanished with -32001, once; a
   await flush()
   t.equal(c.ended(), 0)
   // Without a way to look (no `stored`), check does nothing.
-  new TaskEventStream(bus, 't1', { dialect: 'default', mode: 'resubscribe' }).start(record(1, task('in_progress'))).check()
+  new TaskEventStream(bus, 't1', { encoder: streamEncoder('default'), mode: 'resubscribe' }).start(record(1, task('in_progress'))).check()
 })
 
 t.test('a stream whose task has moved past the events that reached it (lost on the way) goes on from the task as stored, once the next look still finds it behind', async t => {
@@ -331,7 +332,7 @@ t.test('a stream whose task has moved past the events that reached it (lost on t
   for (const dialect of ['default', 'a2a'] as const) {
     reads = 0
     version = 2
-    const stream = new TaskEventStream(bus, 't1', { dialect, mode: 'resubscribe', ids: true, stored }).start(record(2, task('in_progress')))
+    const stream = new TaskEventStream(bus, 't1', { encoder: streamEncoder(dialect), mode: 'resubscribe', ids: true, stored }).start(record(2, task('in_progress')))
     const written: Array<[unknown, number | undefined]> = []
     let ended = 0
     stream.attach({ write: (json, id) => { written.push([JSON.parse(json), id]); return true }, end: () => { ended++ }, queued: () => 0, abort () {} })
@@ -366,7 +367,7 @@ t.test('a stream whose task has moved past the events that reached it (lost on t
   }
   // A read that finds nothing newer (the events came meanwhile), or nothing at all, changes nothing.
   version = 2
-  const stream = new TaskEventStream(bus, 't2', { dialect: 'default', mode: 'resubscribe', stored: { version: async () => 5, read: async () => null } }).start(record(2, task('in_progress')))
+  const stream = new TaskEventStream(bus, 't2', { encoder: streamEncoder('default'), mode: 'resubscribe', stored: { version: async () => 5, read: async () => null } }).start(record(2, task('in_progress')))
   const s = sink()
   stream.attach(s.sink)
   stream.check()
