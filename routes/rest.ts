@@ -1,7 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../services/auth/principal.js'
 import { auditCall } from '../plugins/auth.js'
-import { errorData } from '../services/a2a/codec-v10.js'
 import {
   decodeCreatePushConfig03, decodeSendRequest03, decodeState03, encodePushConfig03
 } from '../services/a2a/codec-v03-rest.js'
@@ -15,6 +14,12 @@ import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { received } from './inbound.js'
 import { sendJson } from './answer.js'
+import { restStatus, statusBody, v03ErrorBody } from './rest-errors.js'
+import {
+  type Params, bodyOf, configParams, queryParams, splitVerb, taskOf, unknownVerb, withMetadata
+} from './rest-params.js'
+
+export { restStatus, statusBody, v03ErrorBody } from './rest-errors.js'
 
 // The HTTP+JSON (REST) binding (CONTRACT.md §12): A2A v1.0 routes at the prefix root (and under `/<tenant>/`), A2A
 // v0.3 routes under `/v1/`. Each route is a thin frame around the JSON-RPC method of the same operation and version:
@@ -37,95 +42,6 @@ export interface RestRoutesOptions {
 
 /** The answers' media type (CONTRACT.md §12). */
 const A2A_JSON = 'application/a2a+json'
-
-/** A route's params, from the request, for the v1.0 method it frames. */
-type Params = (request: FastifyRequest) => Record<string, unknown>
-
-/** A `google.rpc.Status` code name per HTTP status of a refusal (CONTRACT.md §12). */
-const STATUS_NAMES: Readonly<Record<number, string>> = {
-  400: 'INVALID_ARGUMENT',
-  401: 'UNAUTHENTICATED',
-  403: 'PERMISSION_DENIED',
-  404: 'NOT_FOUND',
-  413: 'INVALID_ARGUMENT',
-  414: 'INVALID_ARGUMENT',
-  415: 'INVALID_ARGUMENT',
-  429: 'RESOURCE_EXHAUSTED',
-  500: 'INTERNAL',
-  503: 'UNAVAILABLE'
-}
-
-/** The HTTP status of an A2A error on a REST route (CONTRACT.md §12). */
-export function restStatus (err: JsonRpcError): number {
-  if (err.httpStatus !== 200) return err.httpStatus
-  switch (err.code) {
-    case RpcCode.taskNotFound:
-    case RpcCode.methodNotFound:
-      return 404
-    case RpcCode.internalError:
-    case RpcCode.invalidAgentResponse:
-      return 500
-    default:
-      return 400
-  }
-}
-
-/** An A2A error as the body of a v0.3 REST answer: the JSON-RPC error object (CONTRACT.md §12). */
-export function v03ErrorBody (err: JsonRpcError): { code: number, message: string, data?: unknown } {
-  return err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data }
-}
-
-/** An A2A error as the `google.rpc.Status` body of a v1.0 REST answer. */
-export function statusBody (err: JsonRpcError): { error: { code: number, status: string, message: string, details: unknown[] } } {
-  const http = restStatus(err)
-  // -32002..-32005 and -32007..-32009 are preconditions the request did not meet; bad input is INVALID_ARGUMENT.
-  const status = http === 400 && !BAD_INPUT.has(err.code) ? 'FAILED_PRECONDITION' : STATUS_NAMES[http] ?? 'INTERNAL'
-  const detail = typeof err.data === 'string' ? `: ${err.data}` : ''
-  return { error: { code: http, status, message: err.message + detail, details: errorData(err) } }
-}
-
-const BAD_INPUT: ReadonlySet<number> = new Set([RpcCode.invalidParams, RpcCode.invalidRequest, RpcCode.parseError])
-
-/** Query parameters that are numbers or booleans in the method's params; others stay strings (and fail there). */
-const INTEGERS = new Set(['historyLength', 'pageSize'])
-const BOOLEANS = new Set(['includeArtifacts'])
-
-/** The query string as the method's params: integers and booleans read from their text, the rest as sent. */
-function queryParams (request: FastifyRequest): Record<string, unknown> {
-  const query = request.query as Record<string, unknown>
-  const out: Record<string, unknown> = {}
-  for (const key of Object.keys(query)) {
-    if (key === 'A2A-Version') continue
-    const value = query[key]
-    if (typeof value === 'string' && INTEGERS.has(key) && /^-?\d{1,9}$/.test(value)) out[key] = Number(value)
-    else if (typeof value === 'string' && BOOLEANS.has(key) && (value === 'true' || value === 'false')) out[key] = value === 'true'
-    else out[key] = value
-  }
-  return out
-}
-
-/** The request body as an object: absent, empty and `null` are `{}` (no body needed, CONTRACT.md §12). */
-function bodyOf (request: FastifyRequest): Record<string, unknown> {
-  const body = request.body
-  if (body === undefined || body === null) return {}
-  if (typeof body !== 'object' || Array.isArray(body)) throw new JsonRpcError(RpcCode.invalidParams, 'Invalid params', 'params: the body must be a JSON object')
-  return body as Record<string, unknown>
-}
-
-/** A POST's params with the `metadata` of its body, when it has one (`:subscribe`: `metadata.lastEventId`). */
-function withMetadata (request: FastifyRequest, params: Record<string, unknown>): Record<string, unknown> {
-  if (request.method !== 'POST') return params
-  const { metadata } = bodyOf(request)
-  return metadata === undefined ? params : { ...params, metadata }
-}
-
-const notFound = (what: string) => new JsonRpcError(RpcCode.methodNotFound, 'Not found', what)
-
-/** `/tasks/{id}`, `/tasks/{id}:cancel`, `/tasks/{id}:subscribe`: one route, the verb after the last colon (ids never hold one). */
-function splitVerb (segment: string): { id: string, verb: string | undefined } {
-  const colon = segment.lastIndexOf(':')
-  return colon < 0 ? { id: segment, verb: undefined } : { id: segment.slice(0, colon), verb: segment.slice(colon + 1) }
-}
 
 /** How a route answers: its success status (204: no body), and for v0.3 routes the proto form of the result. */
 interface Answering {
@@ -388,22 +304,6 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     }
     return call(request, reply, 'agent/getAuthenticatedExtendedCard', {})
   })
-}
-
-/** The task id of a `/tasks/:task/...` route. */
-function taskOf (request: FastifyRequest): string {
-  return (request.params as { task: string }).task
-}
-
-/** The params of a route naming one push config of a task. */
-function configParams (request: FastifyRequest): Record<string, unknown> {
-  const { task, config } = request.params as { task: string, config: string }
-  return { taskId: task, id: config }
-}
-
-/** 404 for a verb or method that `/tasks/{id}` does not serve. */
-function unknownVerb (request: FastifyRequest, verb: string | undefined, at = ''): JsonRpcError {
-  return notFound(`${request.method} ${at}/tasks/{id}${verb === undefined ? '' : ':' + verb} is not a route of this server`)
 }
 
 declare module 'fastify' {
