@@ -12,8 +12,9 @@ export const EXACT_TRIM_BELOW = 100
 // context index, the state index. ARGV: record JSON, version, contextId, state, index member, PEXPIRE ms ('' for
 // none), lease ttl ms ('' for no lease; a terminal task takes none), task id, the most live tasks of one owner ('' for no limit), '1' when the
 // task is terminal, the context index's PEXPIRE ms, the events kept at most ('0': none), their PEXPIRE ms once the
-// task is terminal, then for each event of the task's first turn its version and kept JSON (KEYS[9], the task's
-// event Stream). Replies 1, 0 when the id is taken, -1 when the owner holds its most live tasks.
+// task is terminal, the update time (ms: a task stored already interrupted goes into the interrupted set, KEYS[10],
+// by it), then for each event of the task's first turn its version and kept JSON (KEYS[9], the task's event Stream).
+// Replies 1, 0 when the id is taken, -1 when the owner holds its most live tasks.
 export const INSERT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[10] ~= '1' then
@@ -23,7 +24,7 @@ end
 local seq = redis.call('INCR', KEYS[2])
 local last = '0'
 local trim = tonumber(ARGV[12]) < ${EXACT_TRIM_BELOW} and '=' or '~'
-for i = 14, #ARGV, 2 do
+for i = 15, #ARGV, 2 do
   if ARGV[12] ~= '0' then redis.call('XADD', KEYS[9], 'MAXLEN', trim, ARGV[12], ARGV[i] .. '-1', 'p', last, 'e', ARGV[i + 1]) end
   last = ARGV[i]
 end
@@ -38,6 +39,7 @@ end
 redis.call('ZADD', KEYS[7], seq, ARGV[5])
 redis.call('PEXPIRE', KEYS[7], ARGV[11])
 redis.call('ZADD', KEYS[8], seq, ARGV[5])
+if ARGV[4] == 'input_required' or ARGV[4] == 'auth_required' then redis.call('ZADD', KEYS[10], ARGV[14], ARGV[8]) end
 if ARGV[7] ~= '' and ARGV[10] ~= '1' then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[7]), ARGV[8])
@@ -217,7 +219,7 @@ export type ListReply = [0 | 1, string, ...string[]]
 /** The scripts, as `defineCommand` adds them to the client (EVALSHA, EVAL on NOSCRIPT). */
 export interface TaskCommands {
   a2aTaskInsert (task: string, seq: string, owner: string, expiring: string, leases: string, live: string, context: string, state: string,
-    events: string, ...args: string[]): Promise<-1 | 0 | 1>
+    events: string, interrupted: string, ...args: string[]): Promise<-1 | 0 | 1>
   a2aTaskReplace (task: string, push: string, outbox: string, bodies: string, live: string, interrupted: string, context: string,
     leases: string, events: string, chunks: string, ...args: string[]): Promise<0 | 1 | 2 | 3>
   a2aTaskGet (task: string, chunks: string): Promise<[string | null, string | null]>

@@ -151,7 +151,7 @@ export class RedisTaskStore implements TaskStore {
     this.#replayTtlMs = String((opts.replay?.ttlSeconds ?? 300) * 1000)
     this.announces = opts.announcer !== undefined
     this.recordsPush = opts.pushKeyPrefix !== undefined
-    client.defineCommand('a2aTaskInsert', { numberOfKeys: 9, lua: INSERT_LUA })
+    client.defineCommand('a2aTaskInsert', { numberOfKeys: 10, lua: INSERT_LUA })
     client.defineCommand('a2aTaskReplace', { numberOfKeys: 10, lua: REPLACE_LUA })
     client.defineCommand('a2aTaskGet', { numberOfKeys: 2, lua: GET_LUA })
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
@@ -167,10 +167,10 @@ export class RedisTaskStore implements TaskStore {
     const { task, owner } = record
     const inserted = await this.#call(() => this.#commands.a2aTaskInsert(
       this.#taskKey(task.id), `${this.#prefix}seq`, this.#ownerKey(owner), this.#expiring, `${this.#prefix}leases`, this.#liveKey(owner),
-      this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state, this.#eventsKey(task.id),
+      this.#contextKey(owner, task.contextId), this.#stateKeys(owner) + task.status.state, this.#eventsKey(task.id), this.#interrupted,
       JSON.stringify(record), String(record.version), task.contextId, task.status.state,
       `${owner.length}:${owner}${task.id}`, this.#expiry(record), opts?.lease === false ? '' : this.#leaseTtlMs, task.id, this.#maxLive,
-      isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs, this.#maxEvents, this.#replayTtlMs,
+      isTerminal(task.status.state) ? '1' : '0', this.#indexTtlMs, this.#maxEvents, this.#replayTtlMs, String(record.updatedAt),
       ...(opts?.events ?? []).flatMap(event => [String(event.version), JSON.stringify(keptBody(event))])
     ))
     if (inserted === -1) throw new LiveTaskLimit(owner)
