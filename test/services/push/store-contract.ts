@@ -1,3 +1,10 @@
+// The acceptance test of a push config store backend: every backend must pass this suite, which checks the
+// obligations of the PushConfigStore contract (the interface's TSDoc, services/push/store.ts) through the interface
+// alone. To run it against a new backend, add a test file that calls `pushStoreContract(t, '<name>', makeStore)`:
+// `makeStore` gives each case a fresh, empty store and a `cleanup` that releases it (and empties what it wrote).
+// memory-store.test.ts and redis-store.test.ts do so; docs/stores.md says more. The optional `holds` and `forget`
+// are checked when the store has them. What the suite cannot check (expiry by `ttlSeconds`, StorageUnavailable when
+// the backend is down) each backend tests in its own file.
 import type { Test } from 'tap'
 import type { PushNotificationConfig } from '../../../schemas/push-config.js'
 import type { PushConfigStore, PutOptions } from '../../../services/push/store.js'
@@ -12,7 +19,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 const url = (n: number | string) => `https://hooks.example.com/${n}`
 
 /**
- * The one PushConfigStore contract (CONTRACT.md §5, services/push/store.ts), run against every backend.
+ * The one PushConfigStore contract (services/push/store.ts), run against every backend.
  * Each case gets its own store from `makeStore` and releases it when done.
  */
 export function pushStoreContract (t: Test, name: string, makeStore: MakeStore): void {
@@ -224,6 +231,80 @@ export function pushStoreContract (t: Test, name: string, makeStore: MakeStore):
       t.same(await store.list('t1'), [{ id: 'default', url: url(1) }])
       t.same(await store.latest('t1'), { id: 'default', url: url(1) })
       t.same(await store.list('t2'), [{ id: 'only-t2', url: url(2) }])
+    })
+
+    t.test('a config with an id is created under it, even with the url of a config stored under another id', async t => {
+      const store = await fresh(t)
+      await store.put('t1', { url: url(1) }, OPTS)
+      t.same(await store.put('t1', { id: 'second', url: url(1) }, OPTS), { config: { id: 'second', url: url(1) }, created: true })
+      t.same(await store.list('t1'), [{ id: 'default', url: url(1) }, { id: 'second', url: url(1) }])
+    })
+
+    t.test('a config removed and put again goes to the end of the creation order', async t => {
+      const store = await fresh(t)
+      for (const id of ['a', 'b', 'c']) await store.put('t1', { id, url: url(id) }, OPTS)
+      await store.remove('t1', 'a')
+      t.equal((await store.put('t1', { id: 'a', url: url('again') }, OPTS)).created, true)
+      t.same((await store.list('t1')).map(c => c.id), ['b', 'c', 'a'])
+      t.same(await store.latest('t1'), { id: 'a', url: url('again') })
+    })
+
+    t.test('every field of a config is kept as given, version included; a replacement without one drops it', async t => {
+      const store = await fresh(t)
+      // The push service stores `version: '1.0'` with a config made through a v1.0 method.
+      const made = { url: url(1), token: 'tok', version: '1.0' as const }
+      t.same(await store.put('t1', made, OPTS), { config: { id: 'default', ...made }, created: true })
+      t.same(await store.get('t1', 'default'), { id: 'default', ...made })
+      t.same(await store.latest('t1'), { id: 'default', ...made })
+      t.same(await store.list('t1'), [{ id: 'default', ...made }])
+      await store.put('t1', { id: 'default', url: url(1) }, OPTS)
+      t.same(await store.get('t1', 'default'), { id: 'default', url: url(1) })
+    })
+
+    t.test('concurrent puts never pass the limit, and exactly one id-less config gets default', async t => {
+      const store = await fresh(t)
+      const results = await Promise.allSettled(Array.from({ length: MAX + 5 }, (_, n) => store.put('t1', { url: url(n) }, OPTS)))
+      const created = results.flatMap(r => r.status === 'fulfilled' ? [r.value.config.id] : [])
+      const refused = results.flatMap(r => r.status === 'rejected' ? [r.reason] : [])
+      t.equal(created.length, MAX)
+      t.equal(refused.length, 5)
+      for (const err of refused) t.match(err, { code: 'A2A_ERR_PUSH_CONFIG_LIMIT' })
+      t.equal(created.filter(id => id === 'default').length, 1)
+      t.equal(new Set(created).size, MAX, 'ids are distinct')
+      t.same((await store.list('t1')).map(c => c.id).sort(), [...created].sort())
+    })
+
+    t.test('holds, when the store has it, says at once whether a task has a config', async t => {
+      const store = await fresh(t)
+      if (store.holds === undefined) {
+        t.pass('no holds: the notifier lists the task\'s configs')
+        return
+      }
+      t.equal(store.holds('t1'), false)
+      const { config } = await store.put('t1', { url: url(1) }, OPTS)
+      await store.put('t2', { url: url(2) }, OPTS)
+      t.equal(store.holds('t1'), true)
+      await store.remove('t1', config.id)
+      t.equal(store.holds('t1'), false, 'none left')
+      t.equal(store.holds('t2'), true)
+    })
+
+    t.test('forget, when the store has it, drops every config of that task and of no other', async t => {
+      const store = await fresh(t)
+      if (store.forget === undefined) {
+        t.pass('no forget: configs expire by ttlSeconds')
+        return
+      }
+      await store.put('t1', { url: url(1) }, OPTS)
+      await store.put('t1', { url: url(2) }, OPTS)
+      await store.put('t2', { url: url(3) }, OPTS)
+      store.forget('t1')
+      store.forget('never-seen')
+      t.same(await store.list('t1'), [])
+      t.equal(await store.latest('t1'), null)
+      t.equal(await store.get('t1', 'default'), null)
+      t.same(await store.list('t2'), [{ id: 'default', url: url(3) }])
+      t.same((await store.put('t1', { url: url(4) }, OPTS)).config.id, 'default', 'the task starts afresh')
     })
 
     t.test('ping and close resolve', async t => {

@@ -1,3 +1,12 @@
+// The acceptance test of a task store backend: every backend must pass this suite, which checks the obligations of
+// the TaskStore contract (the interface's TSDoc, services/tasks/store.ts) through the interface alone. To run it
+// against a new backend, add a test file that calls `storeContract(t, '<name>', makeStore, flags)`: `makeStore` gives
+// each case a fresh, empty store built with the `ttlSeconds` and `maxEvents` it is handed (reading the test's `clock`
+// if the store reads a clock), released when the case's `t` ends, and an `expire(ids)` that makes the TTL of the
+// terminal tasks among `ids` run out (move the clock, or expire the rows). memory-store.test.ts and
+// redis-store.test.ts do so; docs/stores.md says more. Optional capabilities (`sync`, `version`, `onDelete`) are
+// checked when the store has them. What the suite cannot check (the insert limits, `server.stream_replay.ttl`,
+// `announces`, `recordsPush`, `leasesOnInsert`) each backend tests in its own file.
 import type { Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
 import { JsonRpcError, RpcCode } from '../../../services/errors.js'
@@ -310,6 +319,267 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
       await expire(states)
       t.same(ids(await store.list({ owner: 'alice', pageSize: 10 })), [...states].reverse())
       for (const state of states) t.equal((await store.get(state))?.task.status.state, state)
+    })
+
+    /** The version a stream reads at its heartbeats: `version` when the store has it, else `get`'s (the task service). */
+    async function storedVersion (store: TaskStore, id: string): Promise<number | null> {
+      return store.version === undefined ? (await store.get(id))?.version ?? null : await store.version(id)
+    }
+
+    /** The next version of a record, its only artifact grown by `text` at `at`, and the chunk event of that write. */
+    function appended (prev: StoredTask, text: string, at: number): { next: StoredTask, event: TaskEvent } {
+      const [artifact] = prev.task.artifacts
+      const part = { kind: 'text' as const, text }
+      const next = { ...prev, task: { ...prev.task, artifacts: [{ ...artifact, parts: artifact.parts.concat([part]) }] }, version: prev.version + 1, updatedAt: at }
+      const event: TaskEvent = {
+        type: 'artifact', version: next.version, task: next.task, artifact: { artifactId: artifact.artifactId, name: artifact.name, parts: [part] }, append: true, lastChunk: false
+      }
+      return { next, event }
+    }
+
+    t.test('get and list hand back each record as written, to the same JSON text (a lost answer is checked by it)', async t => {
+      const { store, c } = await fresh(t)
+      const r = record('json', c.ms, { contextId: 'k' })
+      r.task.history.push({ kind: 'message', role: 'user', messageId: 'm1', parts: [{ kind: 'text', text: 'hi' }], metadata: { z: 1, a: [2, { y: null }] } })
+      r.task.metadata = { b: 'x', a: 'y' }
+      const same = async (written: StoredTask, what: string) => {
+        t.equal(JSON.stringify(await store.get('json')), JSON.stringify(written), `get, ${what}`)
+        t.equal(JSON.stringify((await store.list({ owner: 'alice', pageSize: 1 })).tasks[0]), JSON.stringify(written), `list, ${what}`)
+      }
+      await store.insert(r)
+      await same(r, 'after the insert')
+      const running = moved(r, 'in_progress', c.ms + 1)
+      await write(store, running, status(running))
+      let last: StoredTask = { ...running, task: { ...running.task, artifacts: [{ artifactId: 'a', name: 'Agent-result', parts: [{ kind: 'text', text: 'x' }] }] }, version: 3, updatedAt: c.ms + 2 }
+      await write(store, last, { type: 'artifact', version: 3, task: last.task, artifact: last.task.artifacts[0], append: false, lastChunk: false })
+      await same(last, 'after a whole write')
+      // Chunks appended to an artifact (a store may keep them beside the record, as Redis does).
+      for (const [i, text] of ['y', 'z'].entries()) {
+        const { next, event } = appended(last, text, c.ms + 3 + i)
+        await write(store, next, event)
+        last = next
+        await same(last, `after chunk ${text}`)
+      }
+      const done = moved(last, 'completed', c.ms + 10)
+      await write(store, done, { type: 'status', version: done.version, task: done.task, final: true })
+      await same(done, 'after the last write')
+    })
+
+    t.test('a store changes no record handed to it', async t => {
+      const { store, c } = await fresh(t)
+      const frozen = <T>(value: T): T => {
+        if (typeof value === 'object' && value !== null) {
+          for (const inner of Object.values(value)) frozen(inner)
+          Object.freeze(value)
+        }
+        return value
+      }
+      // Modules are strict: a store that wrote into one of these would throw.
+      const r = frozen(record('ice', c.ms))
+      await store.insert(r)
+      const running = frozen(moved(r, 'in_progress'))
+      await write(store, running, frozen(status(running)))
+      const done = frozen(moved(running, 'completed'))
+      await write(store, done, frozen({ type: 'status', version: done.version, task: done.task, final: true }))
+      t.same(await store.get('ice'), done)
+      t.same(versions(await store.eventsAfter('ice', 0)), [[2, 0], [3, 2]])
+    })
+
+    t.test('an insert stores the version it carries, and the compare-and-set goes on from it', async t => {
+      const { store, c } = await fresh(t)
+      // A task whose first turn ran before it was stored comes at a later version.
+      const r = { ...moved(moved(record('late', c.ms), 'in_progress'), 'input_required') }
+      t.equal(r.version, 3)
+      await store.insert(r)
+      t.same(await store.get('late'), r)
+      t.equal(await storedVersion(store, 'late'), 3)
+      t.equal(await store.replace({ ...moved(r, 'canceled'), version: 3 }), false, 'not from a version before it')
+      t.equal(await store.replace(moved(r, 'in_progress')), true)
+      t.equal((await store.get('late'))?.version, 4)
+    })
+
+    t.test('the stored version, by `version` when the store has it: null for a task not stored or expired', async t => {
+      const { store, expire, c } = await fresh(t)
+      t.comment(store.version === undefined ? 'no version: the task service reads the task' : 'the store has version')
+      t.equal(await storedVersion(store, 'nope'), null)
+      const r = record('v', c.ms)
+      await store.insert(r)
+      t.equal(await storedVersion(store, 'v'), 1)
+      const running = moved(r, 'in_progress')
+      await write(store, running, status(running))
+      let last: StoredTask = { ...running, task: { ...running.task, artifacts: [{ artifactId: 'a', parts: [] }] }, version: 3 }
+      await write(store, last)
+      for (const text of ['1', '2']) {
+        const { next, event } = appended(last, text, c.ms)
+        await write(store, next, event)
+        last = next
+        t.equal(await storedVersion(store, 'v'), last.version, 'after a chunk')
+        t.equal(await storedVersion(store, 'v'), (await store.get('v'))?.version, 'as get has it')
+      }
+      t.equal(await store.replace({ ...moved(last, 'failed'), version: last.version + 2 }), false)
+      t.equal(await storedVersion(store, 'v'), last.version, 'a refused write changes nothing')
+      const done = moved(last, 'completed')
+      await write(store, done)
+      t.equal(await storedVersion(store, 'v'), done.version)
+      await expire(['v'])
+      t.equal(await storedVersion(store, 'v'), null, 'expired')
+    })
+
+    t.test('concurrent writes from one version: exactly one lands, and only its event is kept', async t => {
+      const { store, c } = await fresh(t)
+      const r = record('race', c.ms)
+      await store.insert(r)
+      const states: TaskState[] = ['in_progress', 'canceled', 'failed', 'rejected', 'input_required']
+      const candidates = states.map(state => moved(r, state))
+      const outcomes = await Promise.all(candidates.map(next => store.replace(next, status(next))))
+      t.same(outcomes.filter(o => o !== false).length, 1, `outcomes ${JSON.stringify(outcomes)}`)
+      const winner = candidates[outcomes.findIndex(o => o !== false)]
+      // As the task service does for a store that keeps events after the write: only the write that landed.
+      store.keep?.('race', status(winner))
+      t.same(await store.get('race'), winner)
+      const kept = await store.eventsAfter('race', 1) as KeptEvent[]
+      t.same(versions(kept), [[2, 0]])
+      t.match(kept[0], { type: 'status', status: { state: winner.task.status.state } })
+    })
+
+    t.test('claimInterrupted hands out interrupted tasks last updated by `before`, oldest first, once while they stay so', async t => {
+      const { store } = await fresh(t)
+      const tasks = new Map<string, StoredTask>()
+      for (const id of ['x', 'y', 'z', 'w']) {
+        const r = record(id, 100)
+        await store.insert(r)
+        tasks.set(id, r)
+      }
+      // Written in time order, as the task service writes them.
+      const to = async (id: string, state: TaskState, at: number) => {
+        const next = moved(tasks.get(id) as StoredTask, state, at)
+        t.equal(await store.replace(next), true)
+        tasks.set(id, next)
+      }
+      await to('y', 'input_required', 200)
+      await to('x', 'auth_required', 250)
+      await to('z', 'input_required', 300)
+      await to('z', 'in_progress', 310)
+      await to('w', 'input_required', 320)
+      t.same(await store.claimInterrupted(99), [], 'none updated by then')
+      t.same(await store.claimInterrupted(299), ['y', 'x'])
+      t.same(await store.claimInterrupted(299), [], 'handed out once')
+      t.same(await store.claimInterrupted(1_000), ['w'], 'z left the interrupted states')
+      await to('y', 'in_progress', 400)
+      await to('y', 'input_required', 500)
+      t.same(await store.claimInterrupted(1_000), ['y'], 'interrupted again: handed out again, by its new update')
+      await to('w', 'canceled', 600)
+      t.same(await store.claimInterrupted(1_000), [])
+    })
+
+    t.test('claimInterrupted hands out a task stored already interrupted (its first turn asked for input before the insert)', async t => {
+      const { store } = await fresh(t)
+      await store.insert(moved(record('asked', 100), 'input_required', 150))
+      await store.insert(moved(record('auth', 100), 'auth_required', 900))
+      t.same(await store.claimInterrupted(149), [], 'not due before its update')
+      t.same(await store.claimInterrupted(200), ['asked'])
+      t.same(await store.claimInterrupted(1_000), ['auth'])
+      t.same(await store.claimInterrupted(1_000), [], 'handed out once')
+    })
+
+    t.test('max_events 0 keeps no event: a client behind gets null, one that has every event []', async t => {
+      const { store, c } = await fresh(t, 0)
+      const r = record('none', c.ms)
+      await store.insert(r)
+      const running = moved(r, 'in_progress')
+      await write(store, running, status(running))
+      const done = moved(running, 'completed')
+      await write(store, done, { type: 'status', version: 3, task: done.task, final: true })
+      t.equal(await store.eventsAfter('none', 0), null)
+      t.equal(await store.eventsAfter('none', 2), null)
+      t.same(await store.eventsAfter('none', 3), [])
+    })
+
+    t.test('list applies where after the indexed filters; pages count only what it accepts', async t => {
+      const { store, c } = await fresh(t)
+      for (let i = 1; i <= 7; i++) await store.insert(record(`t${i}`, c.ms, { contextId: i % 2 === 0 ? 'even' : 'odd' }))
+      await store.insert(record('other', c.ms, { owner: 'bob', contextId: 'odd' }))
+      const seen: string[] = []
+      const where = (task: { id: string }) => { seen.push(task.id); return Number(task.id.slice(1)) % 3 === 0 }
+      const p1 = await store.list({ owner: 'alice', pageSize: 1, where })
+      t.same(ids(p1), ['t6'])
+      t.not(p1.nextPageToken, '')
+      const p2 = await store.list({ owner: 'alice', pageSize: 1, where, pageToken: p1.nextPageToken })
+      t.same(p2, { tasks: [(await store.get('t3')) as StoredTask], nextPageToken: '' })
+      t.same(ids(await store.list({ owner: 'alice', pageSize: 5, contextId: 'odd', where })), ['t3'])
+      t.same(ids(await store.list({ owner: 'alice', pageSize: 5, contextId: 'odd', state: 'submitted', where: () => false })), [])
+      t.notOk(seen.includes('other'), 'where sees only the owner\'s tasks')
+      t.ok(seen.every(id => /^t\d$/.test(id)))
+    })
+
+    t.test('list pages go on after the last task returned: a task inserted meanwhile is not seen, none is repeated or skipped', async t => {
+      const { store, c } = await fresh(t)
+      for (let i = 1; i <= 5; i++) await store.insert(record(`t${i}`, c.ms))
+      const p1 = await store.list({ owner: 'alice', pageSize: 2 })
+      t.same(ids(p1), ['t5', 't4'])
+      await store.insert(record('t6', c.ms))
+      const p2 = await store.list({ owner: 'alice', pageSize: 2, pageToken: p1.nextPageToken })
+      t.same(ids(p2), ['t3', 't2'])
+      t.same(await store.list({ owner: 'alice', pageSize: 2, pageToken: p2.nextPageToken }), { tasks: [(await store.get('t1')) as StoredTask], nextPageToken: '' })
+      t.same(ids(await store.list({ owner: 'alice', pageSize: 2 })), ['t6', 't5'])
+    })
+
+    t.test('a task inserted in any state is listed by it and its context; expired ones leave every filter', async t => {
+      const { store, expire, c } = await fresh(t)
+      await store.insert(record('a', c.ms, { contextId: 'k' }))
+      await store.insert(record('b', c.ms, { contextId: 'k', state: 'input_required' }))
+      await store.insert(record('c', c.ms, { contextId: 'k', state: 'completed' }))
+      await store.insert(record('d', c.ms, { contextId: 'other', state: 'completed' }))
+      await store.insert(record('e', c.ms, { contextId: 'k', owner: 'bob', state: 'completed' }))
+      t.same(ids(await store.list({ owner: 'alice', state: 'completed', pageSize: 10 })), ['d', 'c'])
+      t.same(ids(await store.list({ owner: 'alice', state: 'input_required', pageSize: 10 })), ['b'])
+      t.same(ids(await store.list({ owner: 'alice', contextId: 'k', pageSize: 10 })), ['c', 'b', 'a'])
+      t.same(ids(await store.list({ owner: 'alice', contextId: 'k', state: 'completed', pageSize: 10 })), ['c'])
+      await expire(['a', 'b', 'c', 'd', 'e'])
+      for (const round of [1, 2]) {
+        t.same(ids(await store.list({ owner: 'alice', state: 'completed', pageSize: 10 })), [], `round ${round}`)
+        t.same(ids(await store.list({ owner: 'alice', contextId: 'k', pageSize: 1 })), ['b'])
+        t.same(ids(await store.list({ owner: 'alice', contextId: 'k', state: 'completed', pageSize: 10 })), [])
+        t.same(ids(await store.list({ owner: 'bob', contextId: 'k', pageSize: 10 })), [])
+      }
+      await store.insert(record('f', c.ms, { contextId: 'k', state: 'completed' }))
+      t.same(ids(await store.list({ owner: 'alice', contextId: 'k', state: 'completed', pageSize: 10 })), ['f'])
+    })
+
+    t.test('sync, when the store has one, is the same store answered at once', async t => {
+      const { store, c } = await fresh(t)
+      const sync = store.sync
+      if (sync === undefined) {
+        t.pass('no sync view')
+        return
+      }
+      const r = record('now', c.ms)
+      sync.insertNow(r)
+      t.same(await store.get('now'), r)
+      t.equal(sync.getNow('nope'), null)
+      const running = moved(r, 'in_progress')
+      t.equal(sync.replaceNow(running), true)
+      t.equal(sync.replaceNow(moved(r, 'canceled')), false, 'the compare-and-set holds')
+      t.same(sync.getNow('now'), await store.get('now'))
+      t.equal(await store.replace(moved(running, 'completed')), true)
+      t.equal(sync.getNow('now')?.task.status.state, 'completed')
+    })
+
+    t.test('onDelete, when the store has it, hears each task it expires once it has dropped it, and no other', async t => {
+      const { store, expire, c } = await fresh(t)
+      if (store.onDelete === undefined) {
+        t.pass('no onDelete: what hangs off a task expires on its own')
+        return
+      }
+      const heard: string[] = []
+      store.onDelete(id => heard.push(id))
+      await store.insert(record('live', c.ms))
+      await store.insert(record('done', c.ms, { state: 'completed' }))
+      await expire(['live', 'done'])
+      // A store may drop an expired task lazily: a read of it is the latest it can.
+      t.equal(await store.get('done'), null)
+      t.ok(await store.get('live'))
+      t.same(heard, ['done'])
     })
 
     t.test('ping and close resolve', async t => {
