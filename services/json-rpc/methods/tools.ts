@@ -6,7 +6,7 @@ import {
 import { missingScopes } from '../../auth/principal.js'
 import { buildAgentCard, toolSkill, v1Card, type AgentCard } from '../../agent-card.js'
 import { listDirectory } from '../../agent/list-directory.js'
-import { TOOL_METHODS } from '../../agent/tools.js'
+import { TOOL_METHODS } from '../agent-tools.js'
 import { JsonRpcError, RpcCode, unauthenticated } from '../../errors.js'
 import type { MethodDefinition, MethodRegistry } from '../registry.js'
 

@@ -1,7 +1,7 @@
 import pino from 'pino'
 import t from 'tap'
 import { createPrincipal } from '../../../services/auth/principal.js'
-import { createAgentTools } from '../../../services/agent/tools.js'
+import { createAgentTools } from '../../../services/json-rpc/agent-tools.js'
 import { build } from '../../helper.js'
 
 t.test('agent tools go through the registry: its scopes, its params checks, its handler', async t => {

@@ -1,9 +1,9 @@
 import type { Logger } from '../logger.js'
 import { missingScopes, type Principal } from '../auth/principal.js'
 import { invalidParams } from '../errors.js'
-import { resolveMethod } from '../json-rpc/dispatch.js'
-import type { MethodRegistry } from '../json-rpc/registry.js'
-import type { AgentTools } from './executor.js'
+import { resolveMethod } from './dispatch.js'
+import type { MethodRegistry } from './registry.js'
+import type { AgentTools } from '../agent/executor.js'
 
 /** The JSON-RPC methods an agent may call as tools (CONTRACT.md §5 and §6). */
 export const TOOL_METHODS = ['status', 'capabilities', 'list_directory'] as const
