@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { buildAgentCard } from './services/agent-card.js'
+import { buildAgentCard } from './services/a2a/agent-card.js'
 import {
   isConfigError,
   loadConfig,

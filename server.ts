@@ -3,10 +3,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import type { Logger as PinoLogger } from 'pino'
 import a2a from './index.js'
 import { restFallbacks } from './routes/rest-fallback.js'
-import { hostPort, listenFailure } from './services/listen-failure.js'
+import { hostPort, listenFailure } from './services/serving/listen-failure.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
-import { LazyChildLogger } from './services/lazy-logger.js'
+import { LazyChildLogger } from './services/kernel/lazy-logger.js'
 
 export interface ServerOptions {
   /** The config file the configuration came from, for the start-up log line. */

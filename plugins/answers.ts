@@ -4,11 +4,11 @@ import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { AnswerBudget, closeSignal, stalledFor, type Stall, type Taken } from '../services/answer-budget.js'
+import { AnswerBudget, closeSignal, stalledFor, type Stall, type Taken } from '../services/serving/answer-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Bytes of answers in flight, bounded over every binding (`server.max_answer_bytes`, services/answer-budget.ts). */
+    /** Bytes of answers in flight, bounded over every binding (`server.max_answer_bytes`, services/serving/answer-budget.ts). */
     a2aAnswers: AnswerBudget
     /** The HTTP side of it: answers sent within the budget, and responses whose client stopped taking them closed. */
     a2aReplies: HttpAnswers

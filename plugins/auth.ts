@@ -5,9 +5,9 @@ import { ANONYMOUS, type Principal } from '../services/auth/principal.js'
 import { CredentialVerifier } from '../services/auth/credentials.js'
 import { IntrospectionClient } from '../services/auth/introspection.js'
 import type { FailureWindows, LimitResult, TokenBuckets } from '../services/auth/limits.js'
-import { JsonRpcError, RpcCode, unauthenticated } from '../services/errors.js'
-import type { Logger } from '../services/logger.js'
-import { writes } from '../services/lazy-logger.js'
+import { JsonRpcError, RpcCode, unauthenticated } from '../services/kernel/errors.js'
+import type { Logger } from '../services/kernel/logger.js'
+import { writes } from '../services/kernel/lazy-logger.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

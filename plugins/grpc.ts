@@ -3,13 +3,13 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Server } from '@grpc/grpc-js'
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check'
 import type { A2AConfig } from '../schemas/config.js'
-import { buildAgentCard } from '../services/agent-card.js'
+import { buildAgentCard } from '../services/a2a/agent-card.js'
 import { GrpcBinding } from '../services/grpc/binding.js'
 import { GrpcListener } from '../services/grpc/listener.js'
 import { SessionWatch } from '../services/grpc/flow.js'
 import { V03_SERVICE, V1_SERVICE, protoCodec } from '../services/grpc/protos.js'
-import { hostPort, listenFailure } from '../services/listen-failure.js'
-import { readiness, type ReadinessChecks } from '../services/readiness.js'
+import { hostPort, listenFailure } from '../services/serving/listen-failure.js'
+import { readiness, type ReadinessChecks } from '../services/serving/readiness.js'
 import { auditCall } from './auth.js'
 
 /** The gRPC binding as the plugin's instance shows it (`app.a2aGrpc`): filled in as the server is made and bound. */
@@ -109,7 +109,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
   fastify.addHook('onReady', async () => {
     const { host } = config.server
     const address = hostPort(host, config.protocol.grpc.port)
-    // A port in use and the like: the one line a failed start prints (services/listen-failure.ts).
+    // A port in use and the like: the one line a failed start prints (services/serving/listen-failure.ts).
     handle.port = await listener.listen(host, config.protocol.grpc.port).catch(err => {
       throw listenFailure(err, { binding: 'gRPC', address, portHint: 'set protocol.grpc.port' })
     })

@@ -10,7 +10,7 @@ import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
 import { ensureDefaultRoot } from '../services/agent/list-directory.js'
 import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
-import { buildAgentCard, publicUrl } from '../services/agent-card.js'
+import { buildAgentCard, publicUrl } from '../services/a2a/agent-card.js'
 import { buildOpenApiDocument, openApiRenderer, type RenderedOpenApi } from '../services/rest/openapi.js'
 
 declare module 'fastify' {

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import type { A2AMetrics } from '../services/metrics.js'
+import type { A2AMetrics } from '../services/serving/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,7 +24,7 @@ const metricsPlugin: FastifyPluginAsync<MetricsPluginOptions> = async (fastify, 
     return
   }
   // Loaded only when metrics are on, as ioredis and BullMQ are only with Redis: prom-client costs memory at start.
-  const { A2AMetrics } = await import('../services/metrics.js')
+  const { A2AMetrics } = await import('../services/serving/metrics.js')
   const metrics = new A2AMetrics({
     // All are decorated after this plugin: they are read only when a request is answered or a scrape runs.
     knownMethod: name => fastify.a2aMethods.has(name),

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { InvalidPluginOptions } from '../services/errors.js'
+import { InvalidPluginOptions } from '../services/kernel/errors.js'
 import { MemoryPushConfigStore } from '../services/push/memory-store.js'
 import { RedisPushConfigStore } from '../services/push/redis-store.js'
 import type { PushConfigStore } from '../services/push/store.js'

@@ -36,7 +36,7 @@ const redisPlugin: FastifyPluginAsync<RedisPluginOptions> = async (fastify, opts
     return
   }
   // Loaded only when Redis is configured: ioredis costs memory a memory-only agent need not pay.
-  const { createRedisClient, quitWithin } = await import('../services/redis.js')
+  const { createRedisClient, quitWithin } = await import('../services/redis/client.js')
   const owned = createRedisClient(service, { log: fastify.log.child({ component: 'redis' }) })
   fastify.decorate('a2aRedis', owned)
   fastify.addHook('onClose', async () => {

@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { RequestBudget } from '../services/request-budget.js'
+import { RequestBudget } from '../services/serving/request-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Bytes of requests in flight, bounded over every binding (`server.max_request_bytes`, services/request-budget.ts). */
+    /** Bytes of requests in flight, bounded over every binding (`server.max_request_bytes`, services/serving/request-budget.ts). */
     a2aRequests: RequestBudget
   }
 }

@@ -1,6 +1,6 @@
 // The caps on open SSE streams: this instance's `server.max_streams` and each principal's share (CONTRACT.md §7, §9).
 import type { StreamSlots } from '../services/auth/stream-slots.js'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 import type { StreamClaim } from './sse-types.js'
 
 const noop = (): void => {}

@@ -1,11 +1,11 @@
 // The hub of open SSE streams: opening, framing, flow control against the answer budget, heartbeats and shutdown.
 import type { FastifyReply } from 'fastify'
 import type { ServerResponse } from 'node:http'
-import { AnswerBudget, type Taken } from '../services/answer-budget.js'
+import { AnswerBudget, type Taken } from '../services/serving/answer-budget.js'
 import { MAX_BEHIND_BYTES, MAX_QUEUED_BYTES } from '../services/tasks/task-stream.js'
 import { HttpAnswers, connectionOf, gone, reset, untaken } from './answers.js'
 import type { JsonRpcFailure } from '../services/json-rpc/dispatch.js'
-import type { JsonRpcError } from '../services/errors.js'
+import type { JsonRpcError } from '../services/kernel/errors.js'
 import type { JsonRpcId } from '../services/json-rpc/registry.js'
 import type { EventSource, SsePluginOptions, StreamClaim } from './sse-types.js'
 import { StreamCaps } from './stream-caps.js'

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import { StringDecoder } from 'node:string_decoder'
 import { errorCodes, type FastifyError, type FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
-import { JsonRpcError, RpcCode, invalidParams } from '../services/errors.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../services/kernel/errors.js'
 import { countItems } from '../services/json-rpc/body-scan.js'
 import { toJsonRpcError, tooDeep } from '../services/json-rpc/dispatch.js'
 

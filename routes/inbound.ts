@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify'
-import { closeSignal, type Taken } from '../services/answer-budget.js'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
-import type { RequestBudget } from '../services/request-budget.js'
+import { closeSignal, type Taken } from '../services/serving/answer-budget.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
+import type { RequestBudget } from '../services/serving/request-budget.js'
 import { connectionOf, gone } from '../plugins/answers.js'
 
-// Request bodies within the request budget (services/request-budget.ts) on the JSON-RPC and HTTP+JSON routes: a body
+// Request bodies within the request budget (services/serving/request-budget.ts) on the JSON-RPC and HTTP+JSON routes: a body
 // takes its size before it is read, and gives it back once its operation has the message, or its response ended.
 
 declare module 'fastify' {

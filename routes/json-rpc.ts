@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../services/auth/principal.js'
 import authPlugin, { auditCall, type AuthPluginOptions } from '../plugins/auth.js'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 import {
   dispatch, failure, parseEnvelope, resolveMethod, toJsonRpcError, type IdentifiedError, type JsonRpcRequest, type Outcome
 } from '../services/json-rpc/dispatch.js'
@@ -13,7 +13,7 @@ import openRpcRoutes from './openrpc.js'
 import restRoutes from './rest.js'
 import grpcPlugin, { type GrpcPluginOptions } from '../plugins/grpc.js'
 import { cardResponder } from './well-known.js'
-import { cardBindingsOf } from '../services/agent-card.js'
+import { cardBindingsOf } from '../services/a2a/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { REQUEST_WAIT_MS, received, takeRequestBytes } from './inbound.js'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { A2AMetrics } from '../services/metrics.js'
+import type { A2AMetrics } from '../services/serving/metrics.js'
 
 export interface MetricsRoutesOptions {
   metrics: A2AMetrics

@@ -1,6 +1,6 @@
 // The HTTP+JSON binding's error answers (CONTRACT.md §12): an A2A error's HTTP status, and its v1.0 and v0.3 bodies.
 import { errorData } from '../services/a2a/codec-v10.js'
-import { type JsonRpcError, RpcCode } from '../services/errors.js'
+import { type JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 
 /** A `google.rpc.Status` code name per HTTP status of a refusal (CONTRACT.md §12). */
 const STATUS_NAMES: Readonly<Record<number, string>> = {

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 import { restStatus, statusBody, v03ErrorBody } from './rest.js'
 
 // What Fastify itself answers before any route of ours runs (CONTRACT.md §12): an unknown path (`//tasks/x` too),

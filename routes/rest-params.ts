@@ -1,6 +1,6 @@
 // How a REST route reads its method's params from the request: the query string, the body and the path's segments.
 import type { FastifyRequest } from 'fastify'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 
 /** A route's params, from the request, for the v1.0 method it frames. */
 export type Params = (request: FastifyRequest) => Record<string, unknown>

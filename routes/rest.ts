@@ -5,7 +5,7 @@ import {
   decodeCreatePushConfig03, decodeSendRequest03, decodeState03, encodePushConfig03
 } from '../services/a2a/codec-v03-rest.js'
 import type { TaskPushNotificationConfig } from '../schemas/push-config.js'
-import { JsonRpcError, RpcCode } from '../services/errors.js'
+import { JsonRpcError, RpcCode } from '../services/kernel/errors.js'
 import { resolveMethod, toJsonRpcError } from '../services/json-rpc/dispatch.js'
 import type { MethodContext } from '../services/json-rpc/registry.js'
 import { majorMinor, versionRefusal } from '../services/a2a/version.js'

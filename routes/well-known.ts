@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
-import { buildAgentCard, cardBindingsOf, cardInterfaces, type CardBindings } from '../services/agent-card.js'
-import { readiness, type ReadinessChecks } from '../services/readiness.js'
+import { buildAgentCard, cardBindingsOf, cardInterfaces, type CardBindings } from '../services/a2a/agent-card.js'
+import { readiness, type ReadinessChecks } from '../services/serving/readiness.js'
 
 export interface WellKnownRoutesOptions {
   config: A2AConfig

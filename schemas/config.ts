@@ -70,7 +70,7 @@ export const ServerConfigSchema = obj({
   max_streams: Int(1000, { minimum: 1 }),
   /**
    * Bytes of answers written and not yet taken by their clients, all connections and bindings together (HTTP answers
-   * and SSE streams, gRPC answers and streams): past it answers wait for room (services/answer-budget.ts). One answer
+   * and SSE streams, gRPC answers and streams): past it answers wait for room (services/serving/answer-budget.ts). One answer
    * always fits an idle server, however large.
    */
   max_answer_bytes: Int(33_554_432, { minimum: 65_536 }),
@@ -79,7 +79,7 @@ export const ServerConfigSchema = obj({
   /**
    * Bytes of requests being received, parsed and handled (not yet handed to the task store, which counts them from
    * then on), all connections and bindings together: past it an HTTP request waits briefly then gets 503, a gRPC call
-   * RESOURCE_EXHAUSTED (services/request-budget.ts). One request always fits an idle server.
+   * RESOURCE_EXHAUSTED (services/serving/request-budget.ts). One request always fits an idle server.
    */
   // 16 MiB: on the Redis store a 2 MB request in flight cost 15 to 25 times its size in RSS before it was stored (40 of
   // them: 915 MB with 64 MiB here, 531 MB with 16 MiB); one max_request_size request still fits an idle server.
@@ -94,7 +94,7 @@ export const ServerConfigSchema = obj({
   heartbeat_interval: Type.Number({ default: 15, exclusiveMinimum: 0 }),
   shutdown_timeout: Type.Number({ default: 10, minimum: 0 }),
   /**
-   * The events kept per task so that a stream cut off can resume (`Last-Event-ID`, README "Resumable streams"): the
+   * The events kept per task so that a stream cut off can resume (`Last-Event-ID`, docs/architecture.md, "Resumable streams"): the
    * last `max_events` (0 keeps none: a resume then always resyncs), for `ttl` seconds once the task has ended.
    */
   stream_replay: obj({

@@ -1,6 +1,6 @@
 import type { Artifact, Message, Part, Task, TaskState, TaskStatus } from '../../schemas/task.js'
 import type { V10Message, V10Part, V10PushConfig } from '../../schemas/v10/objects.js'
-import { RpcCode, invalidParams, type JsonRpcError } from '../errors.js'
+import { RpcCode, invalidParams, type JsonRpcError } from '../kernel/errors.js'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
 import type { TaskEvent } from '../tasks/event-bus.js'
 

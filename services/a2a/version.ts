@@ -1,4 +1,4 @@
-import { JsonRpcError, RpcCode } from '../errors.js'
+import { JsonRpcError, RpcCode } from '../kernel/errors.js'
 
 /** The A2A protocol versions this server speaks (CONTRACT.md §11.1), as Major.Minor. */
 export const SUPPORTED_VERSIONS: readonly string[] = ['0.3', '1.0']

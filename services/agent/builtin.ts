@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises'
 import { RESULT_ARTIFACT_NAME, type Part } from '../../schemas/task.js'
-import { JsonRpcError, RpcCode } from '../errors.js'
+import { JsonRpcError, RpcCode } from '../kernel/errors.js'
 import type { AgentExecutor, ExecutionContext, ExecutorEvent } from './executor.js'
 
 export interface BuiltinAgentOptions {

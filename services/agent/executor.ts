@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import type { Message, Part, Task } from '../../schemas/task.js'
 import type { Principal } from '../auth/principal.js'
 

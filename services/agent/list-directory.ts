@@ -1,8 +1,8 @@
 import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { DEFAULT_ROOT } from '../../schemas/config.js'
-import { invalidParams } from '../errors.js'
-import type { Logger } from '../logger.js'
+import { invalidParams } from '../kernel/errors.js'
+import type { Logger } from '../kernel/logger.js'
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other'
 

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises'
 import type { LlmConfig } from '../../schemas/config.js'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import type { ChatMessage } from './openai-messages.js'
 import { ModelError, readChatStream, type ModelReply } from './openai-stream.js'
 import type { FunctionTool } from './openai-tools.js'

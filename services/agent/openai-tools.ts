@@ -1,4 +1,4 @@
-import { JsonRpcError, RpcCode } from '../errors.js'
+import { JsonRpcError, RpcCode } from '../kernel/errors.js'
 import type { ExecutionContext } from './executor.js'
 import { ASK_USER, type ToolResultRecord } from './openai-messages.js'
 import type { ModelToolCall } from './openai-stream.js'

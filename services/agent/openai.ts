@@ -1,6 +1,6 @@
 import type { LlmConfig } from '../../schemas/config.js'
 import type { Part } from '../../schemas/task.js'
-import { RpcCode } from '../errors.js'
+import { RpcCode } from '../kernel/errors.js'
 import type { AgentExecutor, ExecutionContext, ExecutorEvent } from './executor.js'
 import { streamChat } from './openai-client.js'
 import { ASK_USER, contextMessages, taskMessages, toolContent, type ChatMessage, type ToolResultRecord } from './openai-messages.js'

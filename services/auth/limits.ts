@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { storageCall } from '../errors.js'
-import { redisScript, type RedisScript } from '../redis-script.js'
+import { storageCall } from '../kernel/errors.js'
+import { redisScript, type RedisScript } from '../redis/script.js'
 
 /** The answer of a limiter: allowed or not, and when to come back. */
 export interface LimitResult {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { storageCall } from '../errors.js'
-import { redisScript, type RedisScript } from '../redis-script.js'
-import type { Logger } from '../logger.js'
+import { storageCall } from '../kernel/errors.js'
+import { redisScript, type RedisScript } from '../redis/script.js'
+import type { Logger } from '../kernel/logger.js'
 
 /**
  * Open SSE streams per principal (CONTRACT.md §9: at most 10). In memory for one instance; in Redis so that every

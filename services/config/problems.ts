@@ -1,4 +1,4 @@
-import { InvalidConfig } from '../errors.js'
+import { InvalidConfig } from '../kernel/errors.js'
 
 /** An `A2A_ERR_INVALID_CONFIG` error that lists every problem found, each `<dotted.path>: <message>`. */
 export interface ConfigProblemsError extends Error {

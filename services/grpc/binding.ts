@@ -4,17 +4,17 @@ import {
 } from '@grpc/grpc-js'
 import type { ServerHttp2Stream } from 'node:http2'
 import type protobuf from 'protobufjs'
-import type { AgentCard } from '../agent-card.js'
-import { closeSignal, type AnswerBudget, type Taken } from '../answer-budget.js'
-import type { RequestBudget } from '../request-budget.js'
+import type { AgentCard } from '../a2a/agent-card.js'
+import { closeSignal, type AnswerBudget, type Taken } from '../serving/answer-budget.js'
+import type { RequestBudget } from '../serving/request-budget.js'
 import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
 import type { Principal } from '../auth/principal.js'
 import { majorMinor, versionRefusal } from '../a2a/version.js'
-import { JsonRpcError, RpcCode, invalidParams } from '../errors.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../kernel/errors.js'
 import { resolveMethod, toJsonRpcError } from '../json-rpc/dispatch.js'
 import type { MethodContext, MethodRegistry } from '../json-rpc/registry.js'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import { Undecodable, type ProtoCodec } from './codec.js'
 import { wireItems } from './wire-scan.js'
 import { V03_SERVICE, V1_SERVICE, a2aProtos } from './protos.js'
@@ -48,12 +48,12 @@ export interface GrpcBindingOptions {
   publicCard: () => AgentCard
   /** Counts a call in the metrics, when they are on. */
   observe?: (method: string, code: number, seconds: number) => void
-  /** The answer budget every binding shares (services/answer-budget.ts): per connection, the call's HTTP/2 session. */
+  /** The answer budget every binding shares (services/serving/answer-budget.ts): per connection, the call's HTTP/2 session. */
   budget: AnswerBudget
   /** Destroys connections whose untaken answers do not move for `server.write_timeout`. */
   watch: SessionWatch
   /**
-   * The request budget the HTTP routes share (`server.max_request_bytes`, services/request-budget.ts): a call's
+   * The request budget the HTTP routes share (`server.max_request_bytes`, services/serving/request-budget.ts): a call's
    * message takes its size until its method has it; one that finds no room is refused RESOURCE_EXHAUSTED.
    */
   requests: RequestBudget

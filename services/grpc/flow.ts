@@ -1,6 +1,6 @@
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
-import { stalledFor, type Stall } from '../answer-budget.js'
-import type { Logger } from '../logger.js'
+import { stalledFor, type Stall } from '../serving/answer-budget.js'
+import type { Logger } from '../kernel/logger.js'
 
 // What a gRPC call's client has taken of what was written to it (issue 39 row 1). grpc-js writes each answer to the
 // call's HTTP/2 stream, which keeps what its client has not taken (flow control) in its own buffer: that buffer's

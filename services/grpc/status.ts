@@ -1,6 +1,6 @@
 import { Metadata, status as Status, type StatusObject } from '@grpc/grpc-js'
 import { errorData } from '../a2a/codec-v10.js'
-import { JsonRpcError, RpcCode } from '../errors.js'
+import { JsonRpcError, RpcCode } from '../kernel/errors.js'
 import type { ProtoCodec } from './codec.js'
 
 // A2A errors over gRPC (CONTRACT.md §13, v1.0 §10.6): a status code per v1.0 §5.4, the message with its detail, and

@@ -1,7 +1,7 @@
 import type { ServerHttp2Stream } from 'node:http2'
 import type { ServerWritableStream } from '@grpc/grpc-js'
 import type protobuf from 'protobufjs'
-import type { AnswerBudget, Taken } from '../answer-budget.js'
+import type { AnswerBudget, Taken } from '../serving/answer-budget.js'
 import type { EventSource } from '../../plugins/sse.js'
 import type { ProtoCodec } from './codec.js'
 import { MAX_BEHIND_BYTES, MAX_QUEUED_BYTES } from '../tasks/task-stream.js'

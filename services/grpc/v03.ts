@@ -1,5 +1,5 @@
 import type { TaskPushNotificationConfig } from '../../schemas/push-config.js'
-import { type AgentCard, v1Requirements, v1SecurityScheme } from '../agent-card.js'
+import { type AgentCard, v1Requirements, v1SecurityScheme } from '../a2a/agent-card.js'
 import { decodeCreatePushConfig03, decodeSendRequest03, encodePushConfig03 } from '../a2a/codec-v03-rest.js'
 import { fieldError } from '../a2a/codec-v10.js'
 import type { RpcSpec } from './rpcs.js'

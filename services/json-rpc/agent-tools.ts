@@ -1,6 +1,6 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import { missingScopes, type Principal } from '../auth/principal.js'
-import { invalidParams } from '../errors.js'
+import { invalidParams } from '../kernel/errors.js'
 import { resolveMethod } from './dispatch.js'
 import type { MethodRegistry } from './registry.js'
 import type { AgentTools } from '../agent/executor.js'

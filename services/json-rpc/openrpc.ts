@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import { PushNotificationConfigSchema, TaskPushNotificationConfigSchema } from '../../schemas/push-config.js'
 import { ArtifactSchema, MessageSchema, PartSchema, TaskSchema } from '../../schemas/task.js'
-import { InvalidPluginOptions, RpcCode } from '../errors.js'
+import { InvalidPluginOptions, RpcCode } from '../kernel/errors.js'
 import type { MethodDefinition, RegisteredMethod } from './registry.js'
 
 /** What the document says about the service as a whole. */
@@ -55,7 +55,7 @@ export const OPENRPC_VERSION = '1.3.2'
 /** The OpenRPC service discovery method. */
 export const DISCOVER_METHOD = 'rpc.discover'
 
-/** Every error code this server answers with, by name, with the message it sends (services/errors.ts). */
+/** Every error code this server answers with, by name, with the message it sends (services/kernel/errors.ts). */
 export const ERRORS: Readonly<Record<string, OpenRpcError>> = {
   ParseError: { code: RpcCode.parseError, message: 'Parse error' },
   InvalidRequest: { code: RpcCode.invalidRequest, message: 'Invalid Request' },

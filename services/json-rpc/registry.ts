@@ -1,8 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { Static, TSchema } from '@sinclair/typebox'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import type { Principal } from '../auth/principal.js'
-import { invalidParams } from '../errors.js'
+import { invalidParams } from '../kernel/errors.js'
 
 export type JsonRpcId = string | number | null
 
@@ -17,7 +17,7 @@ export interface MethodContext {
    * events in the v0.3 proto form. Absent: the method's own form.
    */
   readonly wire?: 'rest03'
-  /** The request's `Last-Event-ID` header: where a stream that resumes starts (README, "Resumable streams"). */
+  /** The request's `Last-Event-ID` header: where a stream that resumes starts (docs/architecture.md, "Resumable streams"). */
   readonly lastEventId?: string
 }
 

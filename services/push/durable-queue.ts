@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
-import type { Logger } from '../logger.js'
-import { quitWithin } from '../redis.js'
+import type { Logger } from '../kernel/logger.js'
+import { quitWithin } from '../redis/client.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 

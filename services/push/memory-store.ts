@@ -1,6 +1,6 @@
-import { newId } from '../ids.js'
+import { newId } from '../kernel/ids.js'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
-import { PushConfigLimit } from '../errors.js'
+import { PushConfigLimit } from '../kernel/errors.js'
 import type { PushConfigStore, PutOptions, PutResult, StoredPushConfig } from './store.js'
 
 /** The id of the first id-less config of a task that has none (CONTRACT.md §5). */

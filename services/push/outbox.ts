@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
-import { storageCall } from '../errors.js'
-import type { Logger } from '../logger.js'
+import { storageCall } from '../kernel/errors.js'
+import type { Logger } from '../kernel/logger.js'
 import type { StoredTask } from '../tasks/store.js'
 
 /**

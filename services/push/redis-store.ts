@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
-import { PushConfigLimit, StorageUnavailable } from '../errors.js'
+import { PushConfigLimit, StorageUnavailable } from '../kernel/errors.js'
 import type { PushConfigStore, PutOptions, PutResult, StoredPushConfig } from './store.js'
 
 export interface RedisPushConfigStoreOptions {

@@ -1,5 +1,5 @@
 import type { PushNotificationConfig, TaskPushNotificationConfig } from '../../schemas/push-config.js'
-import { JsonRpcError, RpcCode, invalidParams } from '../errors.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../kernel/errors.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 import type { UrlPolicy } from './url-policy.js'
 

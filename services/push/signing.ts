@@ -1,7 +1,7 @@
 // Webhook signatures, the Standard Webhooks scheme (CONTRACT.md §8.4).
 // @see https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { InvalidPluginOptions } from '../errors.js'
+import { InvalidPluginOptions } from '../kernel/errors.js'
 
 export interface VerifyOptions {
   /** How far `webhook-timestamp` may be from `now`, either way, in seconds; default 300. */

@@ -6,7 +6,7 @@ import type { LookupFunction } from 'node:net'
 import createError from '@fastify/error'
 import ipaddr from 'ipaddr.js'
 import picomatch from 'picomatch'
-import { InvalidPluginOptions, invalidParams } from '../errors.js'
+import { InvalidPluginOptions, invalidParams } from '../kernel/errors.js'
 
 /** The `push_notifications` settings the policy follows. */
 export interface UrlPolicyOptions {

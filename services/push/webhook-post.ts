@@ -1,6 +1,6 @@
 import type http from 'node:http'
 import type { Got } from 'got'
-import { VERSION } from '../version.js'
+import { VERSION } from '../kernel/version.js'
 import { signatureHeaders } from './signing.js'
 import type { StoredPushConfig } from './store.js'
 

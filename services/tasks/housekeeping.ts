@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../kernel/logger.js'
 import type { Task, TaskState } from '../../schemas/task.js'
 import type { TaskLeases } from './leases.js'
 import { isInterrupted, isTerminal } from './states.js'

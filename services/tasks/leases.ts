@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
-import { storageCall } from '../errors.js'
-import { redisScript, type RedisScript } from '../redis-script.js'
-import type { Logger } from '../logger.js'
+import { storageCall } from '../kernel/errors.js'
+import { redisScript, type RedisScript } from '../redis/script.js'
+import type { Logger } from '../kernel/logger.js'
 
 /**
  * Which instance runs which task (CONTRACT.md §10). The instance running a task holds its lease and renews it;

@@ -1,4 +1,4 @@
-import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../errors.js'
+import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../kernel/errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { keptEventBytes, taskBytes, taskBytesChange } from './task-bytes.js'
 import type { TaskEvent } from './event-bus.js'

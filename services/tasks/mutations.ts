@@ -1,4 +1,4 @@
-import { newId } from '../ids.js'
+import { newId } from '../kernel/ids.js'
 import type { Artifact, Message, Task, TaskState } from '../../schemas/task.js'
 import { RESULT_ARTIFACT_NAME } from '../../schemas/task.js'
 import type { ExecutorEvent, MessageContent } from '../agent/executor.js'

@@ -1,5 +1,5 @@
 import type { ExecutorEvent } from '../agent/executor.js'
-import type { MaybePromise } from '../maybe-promise.js'
+import type { MaybePromise } from '../kernel/maybe-promise.js'
 
 /**
  * Runs `apply` on each event of `events`, in order, as `for await` would, stopping when it answers true. While an

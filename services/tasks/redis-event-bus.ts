@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { StorageUnavailable } from '../errors.js'
-import type { Logger } from '../logger.js'
+import { StorageUnavailable } from '../kernel/errors.js'
+import type { Logger } from '../kernel/logger.js'
 import type { Artifact, Task } from '../../schemas/task.js'
 import { MemoryTaskEventBus, subscription, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../errors.js'
+import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../kernel/errors.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'

@@ -1,6 +1,6 @@
 import type { Task } from '../../schemas/task.js'
 import type { KeptEvent } from './store.js'
-import { taskNotFound, type JsonRpcError } from '../errors.js'
+import { taskNotFound, type JsonRpcError } from '../kernel/errors.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import { isSettled } from './states.js'
 import type { StoredTask } from './store.js'

@@ -1,8 +1,8 @@
 import type { Message, Task } from '../../schemas/task.js'
 import type { Principal } from '../auth/principal.js'
 import type { AgentTools, ExecutionContext } from '../agent/executor.js'
-import { LazyChildLogger } from '../lazy-logger.js'
-import type { Logger } from '../logger.js'
+import { LazyChildLogger } from '../kernel/lazy-logger.js'
+import type { Logger } from '../kernel/logger.js'
 
 /**
  * A run's cancellation. The AbortController (an EventTarget, about 1.7 µs to make) is made only when the executor

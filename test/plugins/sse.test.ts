@@ -5,8 +5,8 @@ import t from 'tap'
 import pino from 'pino'
 import { HttpAnswers } from '../../plugins/answers.js'
 import ssePlugin, { type EventSource } from '../../plugins/sse.js'
-import { AnswerBudget } from '../../services/answer-budget.js'
-import { taskNotFound, type JsonRpcError } from '../../services/errors.js'
+import { AnswerBudget } from '../../services/serving/answer-budget.js'
+import { taskNotFound, type JsonRpcError } from '../../services/kernel/errors.js'
 import { h2Post, logCapture, parseSse, processWarnings, until } from '../helper.js'
 
 /** A hand-driven source: the test writes and ends it. */

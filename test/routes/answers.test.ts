@@ -1,4 +1,4 @@
-// Answers in flight are bounded (plugins/answers.ts, services/answer-budget.ts): the server's and each connection's
+// Answers in flight are bounded (plugins/answers.ts, services/serving/answer-budget.ts): the server's and each connection's
 // share of bytes written and not yet taken, a connection whose client stops taking closed after
 // server.write_timeout, and streams whose events are larger than the 1 MiB a non-reader may hold reaching readers whole.
 import { connect, type Socket } from 'node:net'

@@ -2,7 +2,7 @@ import { connect } from 'node:http2'
 import Fastify from 'fastify'
 import t from 'tap'
 import a2a from '../../index.js'
-import { JsonRpcError } from '../../services/errors.js'
+import { JsonRpcError } from '../../services/kernel/errors.js'
 import { build, buildLogged, call, h2Post, listen, processWarnings, rpc, until, userMessage } from '../helper.js'
 
 t.test('unparseable JSON answers HTTP 400 with -32700 and id null', async t => {

@@ -1,4 +1,4 @@
-// Requests in flight are bounded (services/request-budget.ts, routes/inbound.ts, services/grpc/binding.ts): the bytes
+// Requests in flight are bounded (services/serving/request-budget.ts, routes/inbound.ts, services/grpc/binding.ts): the bytes
 // of requests received and not yet handed to their operation take room in server.max_request_bytes (and their
 // connection's share) before an HTTP body is read, or as a gRPC call reaches its handler. What finds no room waits a
 // little then gets 503 with Retry-After (HTTP), or RESOURCE_EXHAUSTED at once (gRPC); a refused request makes no task.

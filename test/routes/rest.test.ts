@@ -207,7 +207,7 @@ t.test('§12 the card lists HTTP+JSON at 1.0 and 0.3; protocol.rest: false remov
 
 t.test('§12 the HTTP status and google.rpc.Status of each kind of A2A error', async t => {
   const { restStatus, statusBody } = await import('../../routes/rest.js')
-  const { JsonRpcError } = await import('../../services/errors.js')
+  const { JsonRpcError } = await import('../../services/kernel/errors.js')
   t.same(statusBody(new JsonRpcError(-32603, 'Internal error')).error, {
     code: 500, status: 'INTERNAL', message: 'Internal error', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INTERNAL', domain: 'a2a-protocol.org', metadata: {} }]
   })

@@ -1,4 +1,4 @@
-// The streams that resume (README, "Resumable streams"), one per version and binding: how to open a message's
+// The streams that resume (docs/architecture.md, "Resumable streams"), one per version and binding: how to open a message's
 // stream and how to resume a task's, and what their events come to, for the resume tests on one instance and on two.
 import type { Test } from 'tap'
 import type { AgentExecutor } from '../../index.js'

@@ -1,4 +1,4 @@
-// Streams that resume on another instance (README, "Resumable streams"): two instances on one private
+// Streams that resume on another instance (docs/architecture.md, "Resumable streams"): two instances on one private
 // redis-server, a client dropped on one and resumed on the other in every version and binding; and a bounded load of
 // concurrent tasks whose clients drop at seeded random points and resume, on Redis and in memory; and the resync of an
 // ended task whose events Redis no longer keeps (issue 39 row 11).

@@ -1,4 +1,4 @@
-// Streams that survive a dropped connection (README, "Resumable streams"), on one instance with the memory store:
+// Streams that survive a dropped connection (docs/architecture.md, "Resumable streams"), on one instance with the memory store:
 // event ids on every frame, replay after `Last-Event-ID` in every version and binding, the resync path, and the
 // refusals.
 import t, { type Test } from 'tap'

@@ -4,7 +4,7 @@ import {
   DeletePushConfigParamsSchema, GetPushConfigParamsSchema, ListPushConfigParamsSchema, PushConfigListResultSchema,
   SetPushConfigParamsSchema
 } from '../../../schemas/methods.js'
-import { RpcCode } from '../../errors.js'
+import { RpcCode } from '../../kernel/errors.js'
 import type { PushService } from '../../push/service.js'
 import type { TaskService } from '../../tasks/task-service.js'
 import type { MethodDefinition } from '../registry.js'

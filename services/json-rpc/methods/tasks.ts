@@ -3,7 +3,7 @@ import {
   MessageSendParamsSchema, type MessageSendParams, TaskIdParamsSchema, TaskListParamsSchema, TaskListResultSchema, TaskQueryParamsSchema
 } from '../../../schemas/methods.js'
 import { TaskSchema } from '../../../schemas/task.js'
-import { RpcCode } from '../../errors.js'
+import { RpcCode } from '../../kernel/errors.js'
 import { pushNotSupported, resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
 import { encodeTask03 } from '../../a2a/codec-v03-rest.js'
 import { normalizeState, presentTask } from '../../a2a/codec-v03.js'

@@ -4,10 +4,10 @@ import {
   CapabilitiesResultSchema, ListDirectoryParamsSchema, ListDirectoryResultSchema, StatusResultSchema
 } from '../../../schemas/methods.js'
 import { missingScopes } from '../../auth/principal.js'
-import { buildAgentCard, toolSkill, v1Card, type AgentCard } from '../../agent-card.js'
+import { buildAgentCard, toolSkill, v1Card, type AgentCard } from '../../a2a/agent-card.js'
 import { listDirectory } from '../../agent/list-directory.js'
 import { TOOL_METHODS } from '../agent-tools.js'
-import { JsonRpcError, RpcCode, unauthenticated } from '../../errors.js'
+import { JsonRpcError, RpcCode, unauthenticated } from '../../kernel/errors.js'
 import type { MethodDefinition, MethodRegistry } from '../registry.js'
 
 export interface ToolMethodDeps {

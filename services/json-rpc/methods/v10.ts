@@ -10,7 +10,7 @@ import {
 } from '../../a2a/codec-v10.js'
 import { resumePoint, type A2AOperations, type SendInput } from '../../a2a/operations.js'
 import { parseRfc3339 } from '../../a2a/timestamp.js'
-import { JsonRpcError, RpcCode } from '../../errors.js'
+import { JsonRpcError, RpcCode } from '../../kernel/errors.js'
 import type { PushService } from '../../push/service.js'
 import type { MethodDefinition } from '../registry.js'
 

@@ -3,7 +3,7 @@ import {
   decodeCreatePushConfig03, decodePushConfig03, decodeSendRequest03, decodeState03, encodeEvent03, encodePushConfig03, encodeTask03
 } from '../../../services/a2a/codec-v03-rest.js'
 import { v03ErrorBody } from '../../../routes/rest.js'
-import { JsonRpcError } from '../../../services/errors.js'
+import { JsonRpcError } from '../../../services/kernel/errors.js'
 import type { Task } from '../../../schemas/task.js'
 
 // The codec of the v0.3 REST routes (CONTRACT.md §12): the v0.3 proto's ProtoJSON in and out.

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { camelKeys, decodeMessage, decodePushConfig, decodeState, encodeMessage, encodeTask, errorData } from '../../../services/a2a/codec-v10.js'
-import { JsonRpcError, RpcCode, invalidParams } from '../../../services/errors.js'
+import { JsonRpcError, RpcCode, invalidParams } from '../../../services/kernel/errors.js'
 import type { Task } from '../../../schemas/task.js'
 
 t.test('§11.2 camelKeys renames snake_case keys at any depth, outside metadata and data, copying only what changes', async t => {

@@ -9,7 +9,7 @@ import type { AgentExecutor, ExecutionContext } from '../../../services/agent/ex
 import { loadExecutor } from '../../../services/agent/load.js'
 import { ANONYMOUS } from '../../../services/auth/principal.js'
 import { validateConfig } from '../../../services/config/validate.js'
-import { InvalidPluginOptions } from '../../../services/errors.js'
+import { InvalidPluginOptions } from '../../../services/kernel/errors.js'
 
 const fixtures = fileURLToPath(new URL('../../fixtures/executors/', import.meta.url))
 

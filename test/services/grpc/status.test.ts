@@ -2,7 +2,7 @@
 // the transport by their HTTP meaning.
 import { status as Status } from '@grpc/grpc-js'
 import t from 'tap'
-import { JsonRpcError, RpcCode } from '../../../services/errors.js'
+import { JsonRpcError, RpcCode } from '../../../services/kernel/errors.js'
 import { grpcCode, statusOf } from '../../../services/grpc/status.js'
 import { protoCodec } from '../../../services/grpc/protos.js'
 

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import pino from 'pino'
 import t from 'tap'
 import { createPrincipal } from '../../../services/auth/principal.js'
-import { StorageUnavailable, TaskStoreFull, unauthenticated } from '../../../services/errors.js'
+import { StorageUnavailable, TaskStoreFull, unauthenticated } from '../../../services/kernel/errors.js'
 import { dispatch, toJsonRpcError } from '../../../services/json-rpc/dispatch.js'
 import { MethodRegistry, formatParamsError } from '../../../services/json-rpc/registry.js'
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { CacheService } from '../../../schemas/config.js'
 import { RedisPushConfigStore } from '../../../services/push/redis-store.js'
-import { createRedisClient, quitWithin } from '../../../services/redis.js'
+import { createRedisClient, quitWithin } from '../../../services/redis/client.js'
 import { REDIS_UNREACHABLE, TEST_REDIS, clearDb, silentServer } from '../../helper.js'
 import { pushStoreContract } from './store-contract.js'
 

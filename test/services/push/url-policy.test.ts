@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { Agent, createServer, get } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { JsonRpcError, RpcCode } from '../../../services/errors.js'
+import { JsonRpcError, RpcCode } from '../../../services/kernel/errors.js'
 import { createUrlPolicy, type UrlPolicy, type UrlPolicyOptions } from '../../../services/push/url-policy.js'
 
 function policy (opts: Partial<UrlPolicyOptions> = {}): UrlPolicy {

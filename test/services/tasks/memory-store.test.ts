@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
-import { TaskStoreFull } from '../../../services/errors.js'
+import { TaskStoreFull } from '../../../services/kernel/errors.js'
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from '../../../services/tasks/memory-store.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
 import { record as contractRecord, storeContract } from './store-contract.js'

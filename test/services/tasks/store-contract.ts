@@ -9,7 +9,7 @@
 // `announces`, `recordsPush`, `leasesOnInsert`) each backend tests in its own file.
 import type { Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
-import { JsonRpcError, RpcCode } from '../../../services/errors.js'
+import { JsonRpcError, RpcCode } from '../../../services/kernel/errors.js'
 import type { TaskEvent } from '../../../services/tasks/event-bus.js'
 import type { KeptEvent, StoredTask, TaskListPage, TaskStore } from '../../../services/tasks/store.js'
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { redisScript } from '../../services/redis-script.js'
-import { privateRedis } from '../helper.js'
+import { redisScript } from '../../../services/redis/script.js'
+import { privateRedis } from '../../helper.js'
 
 // Scripts go to Redis as EVALSHA; the text only on a first use or when Redis does not have it (a private redis-server: SCRIPT FLUSH and
 // INFO commandstats are server-wide).

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import { once } from 'node:events'
 import t from 'tap'
-import { lazyGot } from '../../services/lazy-got.js'
+import { lazyGot } from '../../../services/kernel/lazy-got.js'
 
 t.test('lazyGot makes one instance, configures it once and answers the same promise every time', async t => {
   const seen: Array<{ body: string, configured: unknown }> = []

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ListenFailure, hostPort, listenFailure } from '../../services/listen-failure.js'
+import { ListenFailure, hostPort, listenFailure } from '../../../services/serving/listen-failure.js'
 
 const http = { address: '127.0.0.1:8000', portHint: 'set server.port or PORT' }
 

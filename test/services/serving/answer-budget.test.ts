@@ -1,6 +1,6 @@
 import t from 'tap'
 import { EventEmitter } from 'node:events'
-import { AnswerBudget, closeSignal } from '../../services/answer-budget.js'
+import { AnswerBudget, closeSignal } from '../../../services/serving/answer-budget.js'
 
 const a = { name: 'a' }
 const b = { name: 'b' }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
-import type { CacheService } from '../schemas/config.js'
-import type { Logger } from './logger.js'
+import type { CacheService } from '../../schemas/config.js'
+import type { Logger } from '../kernel/logger.js'
 
 export interface RedisClientOptions {
   /** How long one connection attempt may take, in ms. Default 2000. */

@@ -1,4 +1,4 @@
-import { DEFAULT_AGENT_DESCRIPTION, type A2AConfig, type Skill } from '../schemas/config.js'
+import { DEFAULT_AGENT_DESCRIPTION, type A2AConfig, type Skill } from '../../schemas/config.js'
 
 /** A binding's name, as v1.0 `protocolBinding` and v0.3 `transport` write it. */
 export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON' | 'GRPC'

@@ -1,8 +1,8 @@
 import t from 'tap'
 import {
   BUILTIN_SKILL, LLM_SKILL, buildAgentCard, cardInterfaces, grpcUrlOf, publicUrl, toolSkill, v1Card, v1SecurityScheme, type AgentCard
-} from '../../services/agent-card.js'
-import { validateConfig } from '../../services/config/load.js'
+} from '../../../services/a2a/agent-card.js'
+import { validateConfig } from '../../../services/config/load.js'
 
 t.test('the card announces the configured security schemes when security is on', async t => {
   const config = validateConfig({

@@ -4,11 +4,11 @@ import { pino, type Logger } from 'pino'
 import { Writable } from 'node:stream'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import type { CacheService } from '../../schemas/config.js'
-import { validateConfig } from '../../services/config/validate.js'
-import { redisService } from '../../services/config/redis-service.js'
-import { createRedisClient, quitWithin } from '../../services/redis.js'
-import { REDIS_UNREACHABLE, TEST_REDIS, silentServer } from '../helper.js'
+import type { CacheService } from '../../../schemas/config.js'
+import { validateConfig } from '../../../services/config/validate.js'
+import { redisService } from '../../../services/config/redis-service.js'
+import { createRedisClient, quitWithin } from '../../../services/redis/client.js'
+import { REDIS_UNREACHABLE, TEST_REDIS, silentServer } from '../../helper.js'
 
 // This file owns db 12 of the tests' Redis (TEST_REDIS) (the push store tests own db 11; files run in parallel).
 const DB = 12

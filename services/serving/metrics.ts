@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import { TASK_STATES } from '../schemas/task.js'
-import type { AttemptOutcome } from './push/notifier.js'
+import { TASK_STATES } from '../../schemas/task.js'
+import type { AttemptOutcome } from '../push/notifier.js'
 
 /** What the metrics read from the rest of the agent. */
 export interface MetricsOptions {

@@ -7,7 +7,7 @@ import { AnswerBudget, type Taken } from './answer-budget.js'
  * and gives it back once its operation has the message (which the task store counts from then on: `tasks.max_bytes`)
  * or its response has ended, whichever comes first. A request that finds no room waits a little (HTTP), then is
  * refused: 503 with Retry-After, gRPC RESOURCE_EXHAUSTED. What it bounds: requests, not answers (those have their own
- * budget, services/answer-budget.ts, whose rules of room this one shares: a second instance, never the same one).
+ * budget, services/serving/answer-budget.ts, whose rules of room this one shares: a second instance, never the same one).
  * The bindings use it; the task layer does not know of it.
  */
 export interface RequestBudgetOptions {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { newId } from '../../services/ids.js'
+import { newId } from '../../../services/kernel/ids.js'
 
 /** A version 4 UUID: version nibble 4, variant bits 10. */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/

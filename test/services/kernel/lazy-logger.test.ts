@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream'
 import { pino, type Logger } from 'pino'
 import t, { type Test } from 'tap'
-import { createServer, REDACT_PATHS } from '../../server.js'
-import { validateConfig } from '../../services/config/load.js'
-import { LazyChildLogger } from '../../services/lazy-logger.js'
-import type { Logger as ServiceLogger } from '../../services/logger.js'
+import { createServer, REDACT_PATHS } from '../../../server.js'
+import { validateConfig } from '../../../services/config/load.js'
+import { LazyChildLogger } from '../../../services/kernel/lazy-logger.js'
+import type { Logger as ServiceLogger } from '../../../services/kernel/logger.js'
 
 /** A pino logger writing JSON lines into an array, with the standalone server's redaction, and a count of its children. */
 function parent (level: string): { log: Logger, lines: any[], children: () => number } {
