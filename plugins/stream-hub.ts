@@ -107,11 +107,6 @@ export class StreamHub {
     return this.#caps.take()
   }
 
-  /** Takes one of the principal's stream slots, or null when all are taken (see `StreamCaps.reserve`). */
-  reserve (owner: string): Promise<(() => void) | null> {
-    return this.#caps.reserve(owner)
-  }
-
   /** The slots a stream holds while it is prepared and open; throws the 429 when refused (see `StreamCaps.claim`). */
   claim (): StreamClaim {
     return this.#caps.claim()
@@ -120,7 +115,7 @@ export class StreamHub {
   /**
    * Takes over the reply and streams the source's events, each `data: <JSON-RPC response>\n\n` with the id, or
    * with `id` undefined (the HTTP+JSON binding) each `data: <result>\n\n`; an event the source gives an id goes
-   * out with its `id:` line first. `release` (from `reserve`) is called once the stream is gone and its client has
+   * out with its `id:` line first. `release` (from `StreamCaps.reserve`) is called once the stream is gone and its client has
    * taken its last bytes. `errorFrame` writes an error that ends the stream (a task that vanished) in the binding's
    * form; without it such a stream just ends.
    */
@@ -245,7 +240,10 @@ export class StreamHub {
       return REFUSED
     }
     const before = untaken(res)
-    if (before === 0) stream.exempt = chunk.length
+    // The event being written is spared the limits, whatever its size: the one written to an idle socket, or behind
+    // no more than a socket write's worth (the headers, a keep-alive, small events the kernel has not taken yet),
+    // which goes out with it. Sparing only an idle socket's cut a large first event whose headers were still queued.
+    if (before <= res.writableHighWaterMark) stream.exempt = before + chunk.length
     // Small events wait for the end of the tick and leave together; a large one goes out at once, after what waits.
     if (chunk.length < res.writableHighWaterMark) this.#cork(stream)
     else if (stream.corked) uncork(stream)
