@@ -10,15 +10,17 @@ COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
 COPY services ./services
-RUN npx tsc -p tsconfig.build.json
+COPY scripts/copy-protos.js ./scripts/
+# The same build as `npm run build`: the compiler, then the gRPC binding's protos beside dist/.
+RUN npm run build
 
 # Runtime stage: production dependencies and the compiled output only, as a non-root user.
 FROM node:20-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8000
 # glibc's malloc maps blocks of 128 KiB and more on their own and gives them back when freed. By default its threshold
 # rises to the largest block freed, and freed blocks of large answers stay in the process: with 4 MB tasks, 90 to
-# 150 MB of RSS outside the heap against 38 to 53 MB with this, for 0 to 17% fewer 4 MB answers a second (README,
-# "Memory"); answers under 128 KiB do not use such blocks.
+# 150 MB of RSS outside the heap against 38 to 53 MB with this, for 0 to 17% fewer 4 MB answers a second
+# (docs/deploy.md, "Memory"); answers under 128 KiB do not use such blocks.
 ENV MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -42,6 +42,8 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   t.equal(config.services.cache.url, 'redis://redis:6379/0')
   // The client cannot choose its address: nginx overwrites the header, and the agents trust that one hop only.
   t.match(nginx, /proxy_set_header X-Forwarded-For \$remote_addr;/)
+  // The card follows the Host the client reached the agents by: it must keep its port.
+  t.match(nginx, /proxy_set_header Host \$http_host;/)
   t.notMatch(nginx, /proxy_add_x_forwarded_for/)
   t.equal(config.server.proxy_hops, 1)
   t.equal(config.server.trust_proxy, false)
@@ -55,8 +57,9 @@ t.test('the Dockerfile builds on node:20-slim, runs as a non-root user with prod
   t.match(docker, /^FROM node:20-slim$/m)
   t.match(docker, /npm ci --omit=dev/)
   t.match(docker, /^USER node$/m)
+  t.match(docker, /^RUN npm run build$/m, 'built by the build script itself (the compiler, then the protos)')
   t.match(docker, /^HEALTHCHECK .*\n.*\/health/m)
   t.match(docker, /^ENTRYPOINT \["node", "dist\/cli\.js"\]$/m)
-  // glibc (node:20-slim is Debian) keeps freed large blocks unless its mmap threshold is fixed (README, "Memory").
+  // glibc (node:20-slim is Debian) keeps freed large blocks unless its mmap threshold is fixed (docs/deploy.md, "Memory").
   t.match(docker, /^ENV MALLOC_MMAP_THRESHOLD_=131072$/m)
 })
