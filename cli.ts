@@ -29,7 +29,7 @@ const CONFIG_HELP = `  -c, --config FILE   the config file; default: $A2A_CONFIG
 
 const USAGE = `Usage: fastify-a2a <command> [options]
 
-An A2A (Agent2Agent v0.3) agent server.
+An A2A (Agent2Agent) agent server: A2A v1.0 and v0.3 over JSON-RPC, HTTP+JSON and gRPC.
 
 Commands:
   serve          start the server

@@ -42,7 +42,7 @@ const FLUSH_MS = 250
 const HEALTH_INTERVAL_MS = 5000
 
 /**
- * The gRPC binding's server (CONTRACT.md §13, README "The gRPC binding"): both A2A services and `grpc.health.v1`,
+ * The gRPC binding's server (docs/protocol.md, "The gRPC binding"): both A2A services and `grpc.health.v1`,
  * on `protocol.grpc.port`. Registered in the JSON-RPC route context, whose authenticator and limits it shares. It
  * listens once the Fastify instance is ready and drains with it: on close it takes no new calls, waits for the task
  * drain, ends open streams with their snapshot, and is shut down within `server.shutdown_timeout`.

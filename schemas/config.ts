@@ -236,7 +236,7 @@ export const TasksConfigSchema = obj({
   max_bytes: Int(268_435_456, { minimum: 65_536 }),
   /** Parts one message may carry; more is -32602. */
   max_parts: Int(1000, { minimum: 1 }),
-  /** Object keys and array items of one message, all its objects together; more is -32602 (README, max_keys). */
+  /** Object keys and array items of one message, all its objects together; more is -32602 (docs/configuration.md, `tasks.max_keys`). */
   max_keys: Int(10_000, { minimum: 16 }),
   /** Unfinished tasks one principal may hold; past it, -32012 with HTTP 429. */
   max_live_per_principal: Int(1000, { minimum: 1 }),

@@ -13,7 +13,7 @@ import { slowReaders } from './soak-readers.js'
 /** The instances' V8 heap limit, MB (`--max-old-space-size`). */
 const HEAP_MB = 160
 /**
- * glibc's malloc setting the instances run with, as the Docker image sets it (README, "Memory"): blocks of 128 KiB
+ * glibc's malloc setting the instances run with, as the Docker image sets it (docs/deploy.md, "Memory"): blocks of 128 KiB
  * and more are mapped and unmapped on their own. With glibc's default (a threshold that rises to the largest block
  * freed), the 4 MB answers' and Redis replies' blocks stayed in the allocator once freed: 90 to 150 MB outside the
  * heap beside the budgets' 48, where it is 38 to 53 MB with the setting (2026-11-27, this phase).

@@ -288,9 +288,9 @@ for (const dialect of ['default', 'a2a'] as const) {
   })
 }
 
-t.test("the README's EventSource snippet follows a task across a cut connection, resuming by Last-Event-ID", async t => {
-  const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const section = README.slice(README.indexOf('#### Reconnecting a stream'))
+t.test("the docs' EventSource snippet follows a task across a cut connection, resuming by Last-Event-ID", async t => {
+  const protocol = readFileSync(new URL('../docs/protocol.md', import.meta.url), 'utf8')
+  const section = protocol.slice(protocol.indexOf('#### Reconnecting a stream'))
   const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1] as string
   t.match(snippet, /new EventSource/)
   const agent = twoGates()

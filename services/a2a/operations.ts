@@ -12,7 +12,7 @@ import { streamEncoder, type Wire } from './stream-encoders.js'
 import { isTerminal } from '../tasks/states.js'
 import { keyCount } from '../tasks/task-bytes.js'
 
-// The A2A operations (README, Architecture): binding- and version-neutral, over the internal task model. A codec
+// The A2A operations (docs/architecture.md): binding- and version-neutral, over the internal task model. A codec
 // decodes a request into their input and encodes what they return; a binding frames it. The rules every version
 // shares live here, once: media types, push configs in a message, joining a task, blocking, streams, paging.
 
@@ -101,7 +101,7 @@ export class A2AOperations {
   }
 
   /**
-   * `tasks.max_parts` and `tasks.max_keys` (README): a message's keys cost the heap far more than their text (see
+   * `tasks.max_parts` and `tasks.max_keys` (docs/configuration.md): a message's keys cost the heap far more than their text (see
    * services/tasks/task-bytes.ts), and every binding decodes to here, so JSON-RPC, REST and gRPC refuse alike.
    */
   #checkSize ({ message, metadata }: SendInput): void {

@@ -25,7 +25,7 @@ import { GrpcStreams } from './streams.js'
 import { V03_RPCS } from './v03.js'
 import { V1_RPCS, type RpcSpec } from './rpcs.js'
 
-// The gRPC binding (CONTRACT.md §13, README "The gRPC binding"): a thin frame around the registry's methods, as the
+// The gRPC binding (docs/protocol.md, "The gRPC binding"): a thin frame around the registry's methods, as the
 // REST routes are. Each RPC builds its method's params from the request (ProtoJSON, services/grpc/codec.ts), and the
 // method checks scopes, validates, calls the operation and encodes, exactly as over the other bindings. The caller
 // is authenticated from the call's metadata by the same authenticator (schemes, failure limits, request buckets,

@@ -1,6 +1,6 @@
 import protobuf from 'protobufjs'
 
-// ProtoJSON for the gRPC binding (README, "The gRPC binding"): a gRPC request becomes the ProtoJSON params the
+// ProtoJSON for the gRPC binding (docs/protocol.md, "The gRPC binding"): a gRPC request becomes the ProtoJSON params the
 // binding's methods already take, and their ProtoJSON answers become protobuf again. protobufjs reads and writes the
 // wire; what its objects do not share with ProtoJSON is mapped here, from the loaded types: `Timestamp` is an RFC 3339
 // string, `Struct`/`Value`/`ListValue` are plain JSON, `Empty` is `{}`, 64-bit integers and enum names are strings,

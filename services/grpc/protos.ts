@@ -1,4 +1,4 @@
-// The gRPC binding's protos (README, "The gRPC binding"): both A2A services and google.rpc's Status and ErrorInfo,
+// The gRPC binding's protos (docs/protocol.md, "The gRPC binding"): both A2A services and google.rpc's Status and ErrorInfo,
 // loaded once from schemas/proto/, which sits beside this module in the sources and in dist/ (the build copies it).
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'

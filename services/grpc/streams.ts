@@ -7,7 +7,7 @@ import type { ProtoCodec } from './codec.js'
 import { MAX_BEHIND_BYTES, MAX_QUEUED_BYTES } from '../tasks/task-stream.js'
 import { resetStream, type SessionWatch } from './flow.js'
 
-// The gRPC binding's server streams (README "The gRPC binding"): each event serialized, within the answer budget
+// The gRPC binding's server streams (docs/protocol.md, "The gRPC binding"): each event serialized, within the answer budget
 // (per HTTP/2 session) until the client's flow control has taken it; the stream's slots held until its HTTP/2
 // stream closes; a client that lets too much pile up reset.
 

@@ -1,7 +1,7 @@
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
 
 /**
- * A stored push config: always has its id. `version: '1.0'` marks a config made through a v1.0 method (README, "Push
+ * A stored push config: always has its id. `version: '1.0'` marks a config made through a v1.0 method (docs/push-notifications.md, "Push
  * notifications"). Credentials are kept, as deliveries need them; the push service strips them from results.
  */
 export type StoredPushConfig = PushNotificationConfig & { id: string, version?: '1.0' }

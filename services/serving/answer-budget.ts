@@ -4,7 +4,7 @@
  * its size here before it is written, and gives it back once the client has taken it (its response finished, its
  * gRPC message sent) or its connection is gone. What does not fit waits, holding only the result it will serialize
  * again, never the serialized bytes: clients that do not read hold at most their connection's share each, and all
- * of them together at most the server's (README, "Reliability").
+ * of them together at most the server's (docs/operations.md, "Reliability").
  *
  * A connection with nothing in flight may always take one answer, however large, when the server has room for it
  * or nothing in flight at all: an idle server answers anything it stores. Room goes to waiters in the order they

@@ -19,7 +19,7 @@ const TERMINAL: ReadonlySet<string> = new Set(['completed', 'canceled', 'failed'
 
 /**
  * CONTRACT.md §6: submitted → in_progress → (completed | failed | canceled | input_required | auth_required);
- * input_required → in_progress; any non-terminal state → canceled. Two additions, documented in the README:
+ * input_required → in_progress; any non-terminal state → canceled. Two additions, documented in docs/protocol.md:
  * in_progress → rejected (an agent declines the work) and auth_required → in_progress (the twin of input_required).
  */
 const NEXT: Readonly<Record<TaskState, readonly TaskState[]>> = {

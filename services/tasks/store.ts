@@ -4,7 +4,7 @@ import type { TaskEvent } from './event-bus.js'
 /** A task as stored, with what only the server knows about it. Immutable: see `TaskStore`, "Records". */
 export interface StoredTask {
   readonly task: Task
-  /** The id of the principal that created the task: only its owner sees or lists it (README, "Security"). */
+  /** The id of the principal that created the task: only its owner sees or lists it (docs/security.md). */
   readonly owner: string
   /** One more on every write: the compare-and-set token, and the id of the write's event if it has one. */
   readonly version: number

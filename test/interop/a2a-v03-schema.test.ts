@@ -1,7 +1,7 @@
 // The v0.3 answers against the A2A v0.3.0 JSON schema (test/fixtures/spec), the one the Python a2a-sdk 0.3.x
 // generates its pydantic types from: what that client accepts, checked without a Python package index. In the
 // `a2a` dialect every answer and stream event validates; in the default (seed) dialect a stream's `in_progress`
-// does not, which is why the README tells those clients to set `protocol.dialect: a2a`.
+// does not, which is why docs/clients.md tells those clients to set `protocol.dialect: a2a`.
 import { readFileSync } from 'node:fs'
 import { Ajv, type ValidateFunction } from 'ajv'
 import t, { type Test } from 'tap'

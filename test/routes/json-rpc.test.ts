@@ -278,7 +278,7 @@ t.test('a host hook failing inside the agent route gets a JSON-RPC body: 4xx as 
   t.notMatch(server.body, /host says no/)
 })
 
-t.test('CONTRACT.md §4: a request without an id (a notification) is served and answered with id null, errors too', async t => {
+t.test('a request without an id (a notification) is served and answered with id null, errors too', async t => {
   const app = await build(t)
   const served = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', method: 'message/send', params: { message: userMessage('no id') } } })
   t.equal(served.statusCode, 200)

@@ -1,4 +1,4 @@
-// The gRPC binding's protos, vendored under schemas/proto/ (README, "The gRPC binding"): both A2A services load, with
+// The gRPC binding's protos, vendored under schemas/proto/ (docs/protocol.md, "The gRPC binding"): both A2A services load, with
 // every method of their version, the streaming ones marked so, and the error details beside them.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'

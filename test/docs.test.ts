@@ -1,29 +1,24 @@
 /* eslint-disable no-template-curly-in-string -- the strings hold ${VAR} references on purpose */
-// README.md cannot drift from the code: its configuration reference lists every key of the schema with the schema's
-// default, and its signature-verifying snippet verifies what the server signs.
-import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+// The docs cannot drift from the code: the configuration reference lists every key of the schema with the schema's
+// default, the signature-verifying snippet verifies what the server signs, the client snippets run, and every
+// relative link and anchor between the README and docs/ resolves.
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { dirname, join, normalize } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { ConfigSchema } from '../schemas/config.js'
 import { signatureHeaders, signingKey } from '../services/push/signing.js'
 import { configKeys } from './config-keys.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+const README = read('README.md')
+const PAGES = readdirSync(new URL('../docs/', import.meta.url)).filter(name => name.endsWith('.md')).sort()
 
 /** A default as the README writes it: `[a, b]`, `{k: [v]}`, `""`. */
 function format (value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(format).join(', ')}]`
   if (value !== null && typeof value === 'object') return `{${Object.entries(value).map(([k, v]) => `${k}: ${format(v)}`).join(', ')}}`
   return value === '' ? '""' : String(value)
-}
-
-/** The text between a `## ` heading and the next one. */
-function section (heading: string): string {
-  const start = README.indexOf(`\n## ${heading}\n`)
-  if (start < 0) throw new Error(`README.md has no "## ${heading}" section`)
-  const end = README.indexOf('\n## ', start + 1)
-  return README.slice(start, end < 0 ? undefined : end)
 }
 
 /** The rows of the configuration tables: key → [default cell, the whole row]. */
@@ -36,7 +31,7 @@ function rows (text: string): Map<string, { def: string, row: string }> {
   return out
 }
 
-const configuration = section('Configuration')
+const configuration = read('docs/configuration.md')
 const documented = rows(configuration)
 const keys = configKeys(ConfigSchema)
 const TOP_LEVEL = Object.keys(ConfigSchema.properties)
@@ -44,7 +39,7 @@ const TOP_LEVEL = Object.keys(ConfigSchema.properties)
 t.test('the configuration reference has a row for every key of the schema', async t => {
   t.ok(keys.length > 60, `${keys.length} keys found in the schema`)
   const missing = keys.filter(k => !documented.has(k.path)).map(k => k.path)
-  t.same(missing, [], 'README.md, ## Configuration: add a `| \\`key\\` | default | meaning |` row for each')
+  t.same(missing, [], 'docs/configuration.md: add a `| \\`key\\` | default | meaning |` row for each')
 })
 
 t.test('the configuration reference has no row for a key the schema does not have', async t => {
@@ -85,19 +80,86 @@ t.test('the configuration section gives the environment form of the config', asy
   t.match(documented.get('services.<name>')?.row, /env `REDIS_URL`/)
 })
 
-t.test('the README has the sections a user looks for', async t => {
-  for (const heading of ['Quick start', 'Usage', 'Configuration', 'HTTP surface', 'Methods', 'Docker and compose', 'Testing', 'Benchmark']) {
-    t.ok(README.includes(`\n## ${heading}\n`), heading)
+t.test('the README starts a newcomer off and links every page of docs/; the pages have the sections a user looks for', async t => {
+  t.ok(README.split('\n').length < 400, `README.md is ${README.split('\n').length} lines`)
+  for (const heading of ['Quick start', 'Documentation', 'Compatibility', 'Architecture']) t.ok(README.includes(`\n## ${heading}\n`), heading)
+  for (const page of PAGES) t.ok(README.includes(`](docs/${page}`), `README links docs/${page}`)
+  const sections: Record<string, string[]> = {
+    'getting-started.md': ['Usage', 'Standalone: the `fastify-a2a` command'],
+    'embedding.md': ['Embedded: inside your Fastify app', 'The executor interface', 'Examples'],
+    'configuration.md': ['Configuration'],
+    'operations.md': ['HTTP surface', 'The agent card', 'Metrics', 'Reliability'],
+    'protocol.md': ['Methods', 'A2A v1.0 methods', 'The gRPC binding', 'Streaming (`message/stream`, `tasks/resubscribe`)', 'Task states', 'Errors', 'Decisions where the contract is silent'],
+    'push-notifications.md': ['Push notifications', 'Verifying a signature'],
+    'security.md': ['Security'],
+    'deploy.md': ['Docker and compose'],
+    'testing.md': ['Testing'],
+    'benchmarks.md': ['Benchmark']
   }
-  for (const heading of ['Embedded: inside your Fastify app', 'Examples', 'Push notifications', 'Verifying a signature', 'Security', 'Errors']) {
-    t.ok(new RegExp(`\\n###+ ${heading}\\n`).test(README), heading)
+  for (const [page, headings] of Object.entries(sections)) {
+    const text = read(`docs/${page}`)
+    for (const heading of headings) t.ok(new RegExp(`(^|\\n)#+ ${heading.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`).test(text), `${page}: ${heading}`)
   }
-  for (const file of ['examples/custom-executor.ts', 'examples/embedded-app.ts']) t.ok(README.includes(file), file)
+  const embedding = read('docs/embedding.md')
+  for (const file of ['examples/custom-executor.ts', 'examples/embedded-app.ts']) t.ok(embedding.includes(file), file)
 })
 
-t.test("the README's signature check accepts what the server signs, and nothing else", async t => {
-  const start = README.indexOf('#### Verifying a signature')
-  const code = /```js\n([\s\S]*?)```/.exec(README.slice(start))?.[1]
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens; repeats get -1, -2. */
+function anchorsOf (text: string): Set<string> {
+  const out = new Set<string>()
+  const seen = new Map<string, number>()
+  let code = false
+  for (const line of text.split('\n')) {
+    if (line.startsWith('```')) code = !code
+    const m = code ? null : /^#{1,6}\s+(.*)$/.exec(line)
+    if (m === null) continue
+    const slug = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replaceAll(' ', '-')
+    const n = seen.get(slug) ?? 0
+    seen.set(slug, n + 1)
+    out.add(n === 0 ? slug : `${slug}-${n}`)
+  }
+  return out
+}
+
+/** The relative links of a Markdown text, outside code blocks. */
+function linksOf (text: string): string[] {
+  const out: string[] = []
+  let code = false
+  for (const line of text.split('\n')) {
+    if (line.startsWith('```')) code = !code
+    if (!code) for (const m of line.matchAll(/\]\(([^)\s]+)\)/g)) if (!/^[a-z][a-z0-9+.-]*:/i.test(m[1])) out.push(m[1])
+  }
+  return out
+}
+
+t.test('every relative link and anchor of the README and docs/ resolves, and none points outside the repository', async t => {
+  const files = ['README.md', 'BENCHMARKS.md', 'RELIABILITY.md', ...PAGES.map(page => `docs/${page}`)]
+  let checked = 0
+  for (const file of files) {
+    const text = read(file)
+    t.notMatch(text, /CONTRACT\.md|\.\.\/shared\//, `${file} cites no file a user does not have`)
+    for (const link of linksOf(text)) {
+      const [path, anchor] = link.split('#')
+      const target = path === '' ? file : normalize(join(dirname(file), path))
+      t.ok(!target.startsWith('..') && existsSync(new URL(`../${target}`, import.meta.url)), `${file}: ${link} exists`)
+      if (anchor !== undefined && target.endsWith('.md')) t.ok(anchorsOf(read(target)).has(anchor), `${file}: ${link} names a heading`)
+      checked++
+    }
+  }
+  t.ok(checked > 40, `${checked} links checked`)
+})
+
+t.test('the link check fails where it should: a missing heading, a missing file', async t => {
+  t.notOk(anchorsOf('# Title\n## A `code` part\n').has('missing'))
+  t.ok(anchorsOf('# Title\n## A `code` part (and more)\n').has('a-code-part-and-more'))
+  t.ok(anchorsOf('## Same\n## Same\n').has('same-1'))
+  t.same(linksOf('[a](x.md#y) [b](https://e.org)\n```\n[d](w)\n```\n[e](../f.md)'), ['x.md#y', '../f.md'])
+})
+
+t.test("the docs' signature check accepts what the server signs, and nothing else", async t => {
+  const push = read('docs/push-notifications.md')
+  const start = push.indexOf('## Verifying a signature')
+  const code = /```js\n([\s\S]*?)```/.exec(push.slice(start))?.[1]
   t.ok(code?.includes('function verify'), 'the snippet defines verify')
   const file = join(t.testdir({}), 'verify.mjs')
   writeFileSync(file, `${code}\nexport { verify }\n`)
@@ -114,11 +176,11 @@ t.test("the README's signature check accepts what the server signs, and nothing 
   }
 })
 
-t.test("the README's client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x in v0.3 in either dialect", async t => {
+t.test("the docs' client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x in v0.3 in either dialect", async t => {
   const { listen } = await import('./helper.js')
   const { url } = await listen(t)
   const { url: a2aUrl } = await listen(t, { config: { protocol: { dialect: 'a2a' } } })
-  const section = README.slice(README.indexOf('### Using the official A2A clients'), README.indexOf('### OpenRPC'))
+  const section = read('docs/clients.md')
   t.match(section, /```yaml\nprotocol:\n {2}dialect: a2a\n```/, 'the setting the v0.3 clients need')
   const [v1, v03, v03Stream] = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map(m => m[1])
   t.ok(v03Stream, 'three snippets')
