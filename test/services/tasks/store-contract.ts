@@ -98,6 +98,14 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
       if (await store.replace(next, event) === false) throw new Error(`version ${next.version} not written`)
       if (event !== undefined) store.keep?.(next.task.id, event)
     }
+    /** A new task `id`, stored and then moved to in_progress with its status event: the running record. */
+    async function started (store: TaskStore, id: string, at: number): Promise<StoredTask> {
+      const r = record(id, at)
+      await store.insert(r)
+      const running = moved(r, 'in_progress')
+      await write(store, running, status(running))
+      return running
+    }
     const chunk = (next: StoredTask, text: string): TaskEvent =>
       ({ type: 'artifact', version: next.version, task: next.task, artifact: { artifactId: 'a', parts: [{ kind: 'text', text }] }, append: true, lastChunk: false })
     const status = (next: StoredTask): TaskEvent => ({ type: 'status', version: next.version, task: next.task, final: false })
@@ -146,10 +154,7 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
 
     t.test('past max_events the oldest go: reading after one of them is null (too far behind)', async t => {
       const { store, c } = await fresh(t, 3)
-      const r = record('long', c.ms)
-      await store.insert(r)
-      let last = moved(r, 'in_progress')
-      await write(store, last, status(last))
+      let last = await started(store, 'long', c.ms)
       // Enough for Redis' approximate trimming (whole nodes of a hundred entries) to trim.
       for (let i = 0; i < 300; i++) {
         last = { ...last, version: last.version + 1 }
@@ -484,10 +489,7 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
 
     t.test('max_events 0 keeps no event: a client behind gets null, one that has every event []', async t => {
       const { store, c } = await fresh(t, 0)
-      const r = record('none', c.ms)
-      await store.insert(r)
-      const running = moved(r, 'in_progress')
-      await write(store, running, status(running))
+      const running = await started(store, 'none', c.ms)
       const done = moved(running, 'completed')
       await write(store, done, { type: 'status', version: 3, task: done.task, final: true })
       t.equal(await store.eventsAfter('none', 0), null)
