@@ -193,8 +193,10 @@ for _, entry in ipairs(members) do
   len = tonumber(len)
   local owner = string.sub(rest, 1, len)
   local ttl = redis.call('PTTL', prefix .. 't:' .. string.sub(rest, len + 1))
-  if ttl > 0 then
-    redis.call('ZADD', KEYS[1], now + ttl, entry)
+  if ttl >= 0 then
+    -- Still stored: looked at again once it has expired. A PTTL of 0 is a hash in its last millisecond, not gone:
+    -- dropping its entry then left its indexes behind for good once it expired.
+    redis.call('ZADD', KEYS[1], now + math.max(ttl, 1), entry)
   else
     redis.call('ZREM', KEYS[1], entry)
     if ttl == -2 then
