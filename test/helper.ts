@@ -351,12 +351,13 @@ const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|route
 
 /**
  * Starts the real CLI (`dist/cli.js serve`) on a free port and waits for its "agent serving" log line; killed at
- * teardown. `nodeArgs` go to node before the script (`--import` a module hook, say).
+ * teardown. `nodeArgs` go to node before the script (`--import` a module hook, say). `where` runs another build of
+ * the CLI (`cli`, the image's tree) from another folder (`cwd`, default the test's folder).
  */
 export async function serve (t: { teardown (fn: () => unknown): void, testdirName: string }, args: string[], env: Record<string, string> = {},
-  nodeArgs: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--port', '0', ...args], {
-    cwd: t.testdirName,
+  nodeArgs: string[] = [], where: { cli?: string, cwd?: string } = {}): Promise<Served> {
+  const child = spawn(process.execPath, [...nodeArgs, where.cli ?? CLI, 'serve', '--port', '0', ...args], {
+    cwd: where.cwd ?? t.testdirName,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', _TAPJS_PROCESSINFO_COV_EXCLUDE_: CHILD_COVERAGE_EXCLUDE, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })

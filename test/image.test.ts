@@ -3,12 +3,13 @@
 // with /app standing for the stage's folder), then the runtime stage started as its ENTRYPOINT and CMD say, with the
 // gRPC binding on. An image built with a step of `npm run build` missing (the protos not copied beside dist/) fails
 // here as it would fail in a container.
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { freePort } from '../scripts/redis-server.js'
+import { serve } from './helper.js'
 import { grpcClients, unary } from './routes/grpc-client.js'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
@@ -90,32 +91,12 @@ t.test("the image's file tree, built by the Dockerfile's steps, starts with the 
 
   const app = join(root, 'app')
   const { env, command } = replay(stages[1], app, folders)
-  t.same(command.slice(0, 2), ['node', 'dist/cli.js'])
+  t.same(command, ['node', 'dist/cli.js', 'serve'])
   t.notOk(existsSync(join(app, 'services')), 'the runtime stage holds no sources')
   const grpcPort = await freePort()
   writeFileSync(join(app, 'agent.yml'), `protocol:\n  grpc:\n    enabled: true\n    port: ${grpcPort}\n    advertised_url: 127.0.0.1:${grpcPort}\n`)
-  const child = spawn(process.execPath, [...command.slice(1), '--config', 'agent.yml', '--port', '0'], {
-    cwd: app,
-    env: { PATH: process.env.PATH, ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  const logs: string[] = []
-  child.stderr.on('data', chunk => logs.push(String(chunk)))
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    child.stdout.on('data', chunk => {
-      buf += chunk
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl)
-        buf = buf.slice(nl + 1)
-        logs.push(line)
-        const entry = JSON.parse(line)
-        if (entry.msg === 'agent serving') resolve(entry.address)
-      }
-    })
-    child.on('exit', code => reject(new Error(`the image's server exited with ${code}: ${logs.join('\n')}`)))
-  })
+  const { url, child, exited } = await serve(t, ['--config', 'agent.yml'], { ...env, HOST: '127.0.0.1', PORT: '0' }, [],
+    { cli: join(app, command[1]), cwd: app })
   t.equal((await fetch(`${url}/health`)).status, 200, 'HTTP answers /health')
   const clients = grpcClients(t, `127.0.0.1:${grpcPort}`)
   const health = await unary(clients.health, 'check', { service: '' })
@@ -126,5 +107,5 @@ t.test("the image's file tree, built by the Dockerfile's steps, starts with the 
   t.equal(sent.error, undefined, 'SendMessage answers over gRPC')
   t.match(sent.value, { task: { status: { state: 'TASK_STATE_COMPLETED' } } }, 'the built-in agent completes the task')
   child.kill('SIGTERM')
-  await new Promise(resolve => child.once('exit', resolve))
+  t.equal(await exited, 0, 'SIGTERM drains it and it exits 0')
 })
