@@ -65,14 +65,14 @@ export function eventResult (event: TaskEvent, wire: Wire): string {
 }
 
 /** A snapshot as a stream writes it: the Task (v0.3) or the StreamResponse `{task}` (v1.0, v0.3 REST). */
-export function snapshotJson (task: Task, wire: Wire): string {
+function snapshotJson (task: Task, wire: Wire): string {
   if (wire === 'v1') return JSON.stringify({ task: encodeTask(task) })
   if (wire === 'rest03') return JSON.stringify({ task: encodeTask03(task) })
   return JSON.stringify(presentTask(task, wire))
 }
 
 /** The same, remembered per snapshot: every stream that resubscribes to a task starts from the same one. */
-export function snapshotResult (task: Task, wire: Wire): string {
+function snapshotResult (task: Task, wire: Wire): string {
   const cache = snapshots[wire]
   let json = cache.get(task)
   if (json === undefined) {
