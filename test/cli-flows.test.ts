@@ -84,9 +84,9 @@ t.test('init writes a file that validate accepts, that card reads, and whose edi
   t.equal(bad.status, 1)
   t.equal(bad.stdout, '')
   t.same(bad.stderr.trim().split('\n').sort(), [
-    'protocol.dialect: must be one of: default, a2a',
-    'push_notifications.config.retries: unknown key',
-    'server.port: must be <= 65535'
+    'protocol.dialect: must be one of default, a2a (got "jsonrpc")',
+    'push_notifications.config.retries: unknown key (did you mean push_notifications.config.max_retries?)',
+    'server.port: must be <= 65535 (got 70000)'
   ])
   const badCard = await run(dir, ['card', '--config', 'edited.yml'])
   t.equal(badCard.status, 1)

@@ -116,8 +116,8 @@ t.test('validate prints every problem with its path on stderr and exits 1', asyn
   t.equal(res.stdout, '')
   t.same(res.stderr.trim().split('\n').sort(), [
     'push_notifications.bogus: unknown key',
-    'push_notifications.config.timeout: must be >= 1',
-    'server.port: must be integer'
+    'push_notifications.config.timeout: must be >= 1 (got 0)',
+    'server.port: must be an integer (got "eighty")'
   ])
   t.equal(missing.status, 1)
   t.match(missing.stderr, 'missing.yml: cannot read the config file (ENOENT)')

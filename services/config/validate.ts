@@ -1,23 +1,33 @@
 import { isIP } from 'node:net'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigSchema, type A2AConfig } from '../../schemas/config.js'
-import { configError, dotted, isPlainObject, setOwn } from './problems.js'
+import { problemLine, schemaProblems, type ConfigSources } from './explain.js'
+import { configError, isPlainObject, setOwn } from './problems.js'
+
+export type { ConfigSources } from './explain.js'
+
+export interface ValidateConfigOptions {
+  /** Where values other than the file's own came from (`$PORT`, `--port`, `${VAR}`), for the problem lines to name. */
+  sources?: ConfigSources
+}
 
 // One instance, one compiled validator. `coerceTypes` turns substituted strings such as "8000" into integers;
-// `verbose` puts each union's branches on its error, for "must be one of: ...".
+// `verbose` puts the value, the schema and its parent on each error, for "must be one of ... (got ...)" and
+// "did you mean ...?".
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true, verbose: true })
 const check = ajv.compile<A2AConfig>(ConfigSchema)
 
 /**
  * Validates a configuration against the schema (filling in every default), then checks what the schema cannot say.
  * The input is never modified. Throws `A2A_ERR_INVALID_CONFIG` with `problems`, every one of them
- * `<full.dotted.path>: <message>`.
+ * `<full.dotted.path>: <message>`, followed by the value given and where it came from when they are known.
  */
-export function validateConfig (input: unknown): A2AConfig {
+export function validateConfig (input: unknown, options: ValidateConfigOptions = {}): A2AConfig {
+  const sources = options.sources ?? new Map<string, string>()
   const data = clone(input ?? {})
   // Ajv sets `errors` whenever validation fails.
-  if (!check(data)) throw configError(schemaProblems(check.errors as ErrorObject[]))
-  const problems = semanticProblems(data)
+  if (!check(data)) throw configError(schemaProblems(check.errors as ErrorObject[], sources))
+  const problems = semanticProblems(data, sources)
   if (problems.length > 0) throw configError(problems)
   return data
 }
@@ -30,46 +40,8 @@ function clone (value: unknown): unknown {
   return out
 }
 
-function schemaProblems (errors: ErrorObject[]): string[] {
-  // A union reports one error per branch and then its own: keep only the union's.
-  const unions = errors.filter(e => e.keyword === 'anyOf').map(e => e.schemaPath + '/')
-  const problems = new Set<string>()
-  for (const e of errors) {
-    if (unions.some(prefix => e.schemaPath.startsWith(prefix))) continue
-    const path = pointerSegments(e.instancePath)
-    switch (e.keyword) {
-      case 'required':
-        problems.add(`${dotted([...path, e.params.missingProperty])}: required`)
-        break
-      case 'additionalProperties':
-        problems.add(`${dotted([...path, e.params.additionalProperty])}: unknown key`)
-        break
-      case 'anyOf':
-        problems.add(`${dotted(path)}: must be one of: ${(e.schema as BranchSchema[]).map(describe).join(', ')}`)
-        break
-      case 'const':
-        problems.add(`${dotted(path)}: must be ${String(e.params.allowedValue)}`)
-        break
-      case 'minLength':
-        problems.add(`${dotted(path)}: must have at least ${e.params.limit} character(s)`)
-        break
-      default:
-        problems.add(`${dotted(path)}: ${e.message}`)
-    }
-  }
-  return [...problems]
-}
-
-interface BranchSchema { const?: unknown, type?: string }
-
-const describe = (branch: BranchSchema) => 'const' in branch ? String(branch.const) : String(branch.type)
-
-// JSON Pointer (RFC 6901) to segments: `/agent/skills/0` → ['agent', 'skills', '0'].
-const pointerSegments = (pointer: string) =>
-  pointer.split('/').slice(1).map(s => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-
 /** What the schema cannot express: cross-field rules, URLs and CIDRs. */
-function semanticProblems (config: A2AConfig): string[] {
+function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] {
   const problems: string[] = []
   const { security, services } = config
   const { api_key: apiKey, bearer, oauth2 } = security.auth
@@ -102,30 +74,31 @@ function semanticProblems (config: A2AConfig): string[] {
     problems.push('push_notifications.backend: must be kvcache when tasks.backend is kvcache (instances share webhook delivery)')
   }
 
+  // These values may come from the environment (REDIS_URL, ${VAR}): their lines say so. A URL is never echoed.
+  const checkUrl = (path: string[], value: string, protocols: string[]) => {
+    const schemes = protocols.map(p => p.replace(':', '://')).join(' or ')
+    const url = URL.canParse(value) ? new URL(value) : undefined
+    if (url === undefined || url.hostname === '' || !protocols.includes(url.protocol)) {
+      problems.push(problemLine(path, `must be a ${schemes} URL`, sources))
+    }
+  }
   const http = ['http:', 'https:']
-  if (config.agent.url !== undefined) checkUrl(problems, 'agent.url', config.agent.url, http)
-  checkUrl(problems, 'agent.llm.base_url', config.agent.llm.base_url, http)
+  if (config.agent.url !== undefined) checkUrl(['agent', 'url'], config.agent.url, http)
+  checkUrl(['agent', 'llm', 'base_url'], config.agent.llm.base_url, http)
   if (oauth2 !== undefined) {
-    checkUrl(problems, 'security.auth.oauth2.introspection_endpoint', oauth2.introspection_endpoint, http)
+    checkUrl(['security', 'auth', 'oauth2', 'introspection_endpoint'], oauth2.introspection_endpoint, http)
   }
   for (const [name, service] of Object.entries(services)) {
-    checkUrl(problems, `services.${name}.url`, service.url, ['redis:', 'rediss:'])
+    checkUrl(['services', name, 'url'], service.url, ['redis:', 'rediss:'])
   }
 
   config.push_notifications.config.allowed_networks.forEach((network, i) => {
     if (!isCidr(network)) {
-      problems.push(`push_notifications.config.allowed_networks.${i}: "${network}" is not a CIDR such as 10.0.0.0/8`)
+      const path = ['push_notifications', 'config', 'allowed_networks', String(i)]
+      problems.push(problemLine(path, `"${network}" is not a CIDR such as 10.0.0.0/8`, sources))
     }
   })
   return problems
-}
-
-function checkUrl (problems: string[], path: string, value: string, protocols: string[]): void {
-  const schemes = protocols.map(p => p.replace(':', '://')).join(' or ')
-  const url = URL.canParse(value) ? new URL(value) : undefined
-  if (url === undefined || url.hostname === '' || !protocols.includes(url.protocol)) {
-    problems.push(`${path}: must be a ${schemes} URL`)
-  }
 }
 
 function isCidr (value: string): boolean {

@@ -75,6 +75,11 @@ const IETF_RESERVED_V6 = ipaddr.IPv6.parseCIDR('::/8')
 const NAT64 = ipaddr.IPv6.parseCIDR('64:ff9b::/96')
 const LOOPBACKS = [ipaddr.parse('127.0.0.1'), ipaddr.parse('::1')]
 const FAMILIES: Record<string, number> = { 4: 4, 6: 6, IPv4: 4, IPv6: 6 }
+// Each refusal a setting could lift names that setting, so that the operator who meets it knows where to look.
+const ALLOW_NETWORK = '(to allow it, add it to push_notifications.config.allowed_networks)'
+const ALLOW_LOCALHOST = '(to allow it, add 127.0.0.1 and ::1 to push_notifications.config.allowed_networks)'
+const ALLOW_HTTP = '(to allow http, set push_notifications.config.require_https to false)'
+const ALLOW_DOMAIN = '(to allow it, add it to push_notifications.config.allowed_domains)'
 // LDH labels (plus `_`, seen in real names); WHATWG URL has already lowercased and punycoded them.
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/
 
@@ -119,7 +124,7 @@ export function createUrlPolicy (opts: UrlPolicyOptions): UrlPolicy {
     const v4 = ip.kind() === 'ipv6' ? embeddedIPv4(ip as ipaddr.IPv6) : undefined
     const words = refusedRange(v4 ?? ip)
     if (words === null || allowed(ip) || (v4 !== undefined && allowed(v4))) return null
-    return `${words} address ${ip.toString()}${v4 === undefined ? '' : ` (${v4.toString()})`} is not allowed`
+    return `${words} address ${ip.toString()}${v4 === undefined ? '' : ` (${v4.toString()})`} is not allowed ${ALLOW_NETWORK}`
   }
 
   function checkUrl (input: string): UrlCheck {
@@ -133,7 +138,7 @@ export function createUrlPolicy (opts: UrlPolicyOptions): UrlPolicy {
     if (scheme !== 'http' && scheme !== 'https') {
       return { ok: false, reason: `url: scheme "${scheme}" is not allowed; use http or https` }
     }
-    if (opts.requireHttps && scheme !== 'https') return { ok: false, reason: 'url: must use https' }
+    if (opts.requireHttps && scheme !== 'https') return { ok: false, reason: `url: must use https ${ALLOW_HTTP}` }
     // Credentials belong in `authentication`, where results hide them; in the URL they would be echoed and logged.
     if (url.username !== '' || url.password !== '') {
       return { ok: false, reason: 'url: credentials in the URL are not allowed; use authentication' }
@@ -149,11 +154,11 @@ export function createUrlPolicy (opts: UrlPolicyOptions): UrlPolicy {
     if (opts.validateUrls) {
       const reason = ip !== undefined
         ? refuse(ip)
-        : isLocalhostName(host) && !LOOPBACKS.some(allowed) ? `localhost name ${host} is not allowed` : null
+        : isLocalhostName(host) && !LOOPBACKS.some(allowed) ? `localhost name ${host} is not allowed ${ALLOW_LOCALHOST}` : null
       if (reason !== null) return { ok: false, reason: `url: ${reason}` }
     }
     if (domains.length > 0 && !domains.some(match => match(host))) {
-      return { ok: false, reason: `url: host ${host} is not in the allowed domains` }
+      return { ok: false, reason: `url: host ${host} is not in the allowed domains ${ALLOW_DOMAIN}` }
     }
     return { ok: true, url }
   }

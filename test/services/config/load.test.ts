@@ -87,15 +87,15 @@ t.test('validation', async t => {
   })
 
   t.test('a wrong type is reported with its full path', async t => {
-    t.same(problemsOf(() => validateConfig({ server: { port: 'eighty' } })), ['server.port: must be integer'])
-    t.same(problemsOf(() => validateConfig({ server: 'x' })), ['server: must be object'])
-    t.same(problemsOf(() => validateConfig('x')), ['(root): must be object'])
+    t.same(problemsOf(() => validateConfig({ server: { port: 'eighty' } })), ['server.port: must be an integer (got "eighty")'])
+    t.same(problemsOf(() => validateConfig({ server: 'x' })), ['server: must be a mapping (got "x")'])
+    t.same(problemsOf(() => validateConfig('x')), ['(root): must be a mapping (got "x")'])
   })
 
   t.test('an out-of-range value is reported with its full path', async t => {
     t.same(problemsOf(() => validateConfig({ push_notifications: { config: { timeout: 0 } } })),
-      ['push_notifications.config.timeout: must be >= 1'])
-    t.same(problemsOf(() => validateConfig({ server: { max_request_size: 10 } })), ['server.max_request_size: must be >= 1024'])
+      ['push_notifications.config.timeout: must be >= 1 (got 0)'])
+    t.same(problemsOf(() => validateConfig({ server: { max_request_size: 10 } })), ['server.max_request_size: must be >= 1024 (got 10)'])
   })
 
   t.test('a missing required key is reported, with array indexes as path segments', async t => {
@@ -105,9 +105,9 @@ t.test('validation', async t => {
   })
 
   t.test('enumerations, constants and empty strings get readable messages', async t => {
-    t.same(problemsOf(() => validateConfig({ tasks: { backend: 'redis' } })), ['tasks.backend: must be one of: memory, kvcache'])
-    t.same(problemsOf(() => validateConfig({ console: { enabled: 'yes' } })), ['console.enabled: must be one of: auto, boolean'])
-    t.same(problemsOf(() => validateConfig({ services: { 'a/b~c': { type: 'db' } } })), ['services.a/b~c.type: must be cache'])
+    t.same(problemsOf(() => validateConfig({ tasks: { backend: 'redis' } })), ['tasks.backend: must be one of memory, kvcache (got "redis")'])
+    t.same(problemsOf(() => validateConfig({ console: { enabled: 'yes' } })), ['console.enabled: must be one of auto, true, false (got "yes")'])
+    t.same(problemsOf(() => validateConfig({ services: { 'a/b~c': { type: 'db' } } })), ['services.a/b~c.type: must be cache (got "db")'])
     t.same(problemsOf(() => validateConfig({ agent: { name: '' } })), ['agent.name: must have at least 1 character(s)'])
   })
 
@@ -130,10 +130,10 @@ t.test('validation', async t => {
       'agent.name: required',
       'agent.skills.0.id: required',
       'agent.skills.0.name: required',
-      'push_notifications.config.timeout: must be >= 1',
+      'push_notifications.config.timeout: must be >= 1 (got 0)',
       'server.bogus: unknown key',
-      'server.port: must be integer',
-      'tasks.backend: must be one of: memory, kvcache'
+      'server.port: must be an integer (got "x")',
+      'tasks.backend: must be one of memory, kvcache (got "nope")'
     ])
   })
 
@@ -248,13 +248,13 @@ t.test('semantic checks', async t => {
     })
     const llm = (values: Record<string, unknown>) => problemsOf(() => validateConfig({ agent: { name: 'A', executor: 'openai', llm: values } }))
     t.same(llm({ temperature: 2.5, max_tokens: 0, timeout: 0, max_tool_rounds: -1, history_tokens: 1.5, max_retries: 21, retry_delay: -1 }), [
-      'agent.llm.temperature: must be <= 2',
-      'agent.llm.max_tokens: must be >= 1',
-      'agent.llm.timeout: must be > 0',
-      'agent.llm.max_tool_rounds: must be >= 0',
-      'agent.llm.history_tokens: must be integer',
-      'agent.llm.max_retries: must be <= 20',
-      'agent.llm.retry_delay: must be >= 0'
+      'agent.llm.temperature: must be <= 2 (got 2.5)',
+      'agent.llm.max_tokens: must be >= 1 (got 0)',
+      'agent.llm.timeout: must be > 0 (got 0)',
+      'agent.llm.max_tool_rounds: must be >= 0 (got -1)',
+      'agent.llm.history_tokens: must be an integer (got 1.5)',
+      'agent.llm.max_retries: must be <= 20 (got 21)',
+      'agent.llm.retry_delay: must be >= 0 (got -1)'
     ])
     t.same(llm({ model: '', api_key: 5, bogus: true }), ['agent.llm.bogus: unknown key', 'agent.llm.model: must have at least 1 character(s)'])
     t.same(llm({ base_url: 'ftp://models.example.com/' }), ['agent.llm.base_url: must be a http:// or https:// URL'])
@@ -269,7 +269,7 @@ t.test('semantic checks', async t => {
   })
 
   t.test('semantic checks run only once the schema passes', async t => {
-    t.same(problemsOf(() => validateConfig({ security: { enabled: true }, server: { port: -1 } })), ['server.port: must be >= 0'])
+    t.same(problemsOf(() => validateConfig({ security: { enabled: true }, server: { port: -1 } })), ['server.port: must be >= 0 (got -1)'])
   })
 })
 
@@ -428,7 +428,7 @@ t.test('loading', async t => {
     t.same(unchanged.config.services, {})
     const defaults = await loadConfig({ env: { PORT: '7300' }, cwd: t.testdir({}) })
     t.equal(defaults.config.server.port, 7300)
-    t.same(await problemsOfLoad(loadConfig({ env: { PORT: 'http' }, cwd: dir })), ['server.port: must be integer'])
+    t.same(await problemsOfLoad(loadConfig({ env: { PORT: 'http' }, cwd: dir })), ['server.port: must be an integer (got "http" from $PORT)'])
   })
 
   t.test('CLI overrides win over the environment, which wins over the file', async t => {
@@ -442,7 +442,7 @@ t.test('loading', async t => {
 
   t.test('a server section that is not a mapping is reported, not replaced', async t => {
     const dir = t.testdir({ 'agent.yml': 'server: 8080\n' })
-    t.same(await problemsOfLoad(loadConfig({ env: { HOST: 'h' }, cwd: dir })), ['server: must be object'])
+    t.same(await problemsOfLoad(loadConfig({ env: { HOST: 'h' }, cwd: dir })), ['server: must be a mapping (got 8080)'])
   })
 
   t.test('REDIS_URL creates services.cache when no cache service exists, its path picking the db', async t => {
@@ -466,14 +466,14 @@ t.test('loading', async t => {
   t.test('a bad REDIS_URL or services section is reported by validation', async t => {
     const empty = t.testdir({})
     t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'not a url' }, cwd: empty })),
-      ['services.cache.url: must be a redis:// or rediss:// URL'])
+      ['services.cache.url: must be a redis:// or rediss:// URL (from $REDIS_URL)'])
     t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'redis://h/99' }, cwd: empty })),
-      ['services.cache.db: must be <= 15'])
+      ['services.cache.db: must be <= 15 (got 99 from $REDIS_URL)'])
     const notMapping = t.testdir({ 'agent.yml': 'services: [a]\n' })
-    t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'redis://h' }, cwd: notMapping })), ['services: must be object'])
+    t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'redis://h' }, cwd: notMapping })), ['services: must be a mapping (got a list)'])
     const notCache = t.testdir({ 'agent.yml': 'services:\n  cache:\n    type: db\n' })
     t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'redis://h' }, cwd: notCache })),
-      ['services.cache.type: must be cache'])
+      ['services.cache.type: must be cache (got "db")'])
   })
 
   t.test('an empty or comment-only file gives the defaults', async t => {
@@ -521,6 +521,83 @@ t.test('loading', async t => {
   })
 })
 
+t.test('a problem with a value from the environment names where it came from', async t => {
+  t.test('HOST, PORT and LOG_LEVEL name their variable', async t => {
+    const env = { HOST: '', PORT: 'abc', LOG_LEVEL: 'loud' }
+    t.same(await problemsOfLoad(loadConfig({ env, cwd: t.testdir({}) })), [
+      'server.port: must be an integer (got "abc" from $PORT)',
+      'server.log_level: must be one of fatal, error, warn, info, debug, trace, silent (got "loud" from $LOG_LEVEL)'
+    ])
+    const dir = t.testdir({ 'agent.yml': 'server:\n  host: ""\n' })
+    t.same(await problemsOfLoad(loadConfig({ env: {}, cwd: dir })), ['server.host: must have at least 1 character(s)'])
+  })
+
+  t.test('a command-line flag is named over the variable it overrides', async t => {
+    t.same(await problemsOfLoad(loadConfig({ env: { PORT: '7000' }, cwd: t.testdir({}), overrides: { port: 70000, logLevel: 'x' } })), [
+      'server.port: must be <= 65535 (got 70000 from --port)',
+      'server.log_level: must be one of fatal, error, warn, info, debug, trace, silent (got "x" from --log-level)'
+    ])
+  })
+
+  t.test('REDIS_URL is named, without echoing the URL', async t => {
+    const dir = t.testdir({ 'agent.yml': 'services:\n  main:\n    type: cache\n' })
+    t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'http://user:pw@h/99' }, cwd: dir })), [
+      'services.main.db: must be <= 15 (got 99 from $REDIS_URL)'
+    ])
+    t.same(await problemsOfLoad(loadConfig({ env: { REDIS_URL: 'http://user:pw@h/1' }, cwd: dir })), [
+      'services.main.url: must be a redis:// or rediss:// URL (from $REDIS_URL)'
+    ])
+  })
+
+  t.test('a ${VAR} in the file names the variable, the file, and the line and column of the value', async t => {
+    const dir = t.testdir({
+      'agent.yml': [
+        'server:',
+        '  port: ${MY_PORT}',
+        '  host: "${H}${H}"',
+        'agent:',
+        '  name: ${NAME:-Agent}',
+        '  url: ${SCHEME}://${HOST_NAME}',
+        'push_notifications:',
+        '  config:',
+        '    allowed_networks: [10.0.0.0/8, "${NET}"]',
+        ''
+      ].join('\n')
+    })
+    const file = join(dir, 'agent.yml')
+    const env = { MY_PORT: 'abc', H: '', SCHEME: 'ftp', HOST_NAME: 'h', NET: 'lan' }
+    t.same(await problemsOfLoad(loadConfig({ env, cwd: dir })), [
+      `server.host: must have at least 1 character(s) (from $H at ${file}:3:9)`,
+      `server.port: must be an integer (got "abc" from $MY_PORT at ${file}:2:9)`
+    ])
+    t.same(await problemsOfLoad(loadConfig({ env: { ...env, MY_PORT: '1', H: 'h' }, cwd: dir })), [
+      `agent.url: must be a http:// or https:// URL (from $SCHEME, $HOST_NAME at ${file}:6:8)`,
+      `push_notifications.config.allowed_networks.1: "lan" is not a CIDR such as 10.0.0.0/8 (from $NET at ${file}:9:36)`
+    ])
+  })
+
+  t.test('a default written in the file is not from the environment', async t => {
+    const dir = t.testdir({ 'agent.yml': 'server:\n  port: ${MY_PORT:-abc}\n' })
+    t.same(await problemsOfLoad(loadConfig({ env: {}, cwd: dir })), ['server.port: must be an integer (got "abc")'])
+  })
+
+  t.test('a value with no node at its path names the file alone', async t => {
+    // A number as a key: YAML keeps it a number, the configuration a string.
+    const dir = t.testdir({ 'agent.yml': 'services:\n  1:\n    type: cache\n    url: ${U}\n' })
+    t.same(await problemsOfLoad(loadConfig({ env: { U: 'http://h' }, cwd: dir })), [
+      `services.1.url: must be a redis:// or rediss:// URL (from $U at ${join(dir, 'agent.yml')})`
+    ])
+  })
+
+  t.test('substituteEnv tells which values took which variables', async t => {
+    const seen: Array<[string[], string[]]> = []
+    const input = { a: '${A}', b: ['${B:-x}', '${C:y}', '${D:?}'], c: 'plain', d: '${E:-x}' }
+    t.same(substituteEnv(input, { A: 'a', B: 'b', C: '', D: 'd' }, (path, names) => seen.push([path, names])),
+      { a: 'a', b: ['b', '', 'd'], c: 'plain', d: 'x' })
+    t.same(seen, [[['a'], ['A']], [['b', '0'], ['B']], [['b', '1'], ['C']], [['b', '2'], ['D']]])
+  })
+})
+
 t.test('the init template', async t => {
   t.test('validates as is, with no environment, and equals the defaults', async t => {
     const config = validateConfig(substituteEnv(parse(initTemplate()), {}))
@@ -549,4 +626,14 @@ t.test('the init template', async t => {
     await t.rejects(writeTemplate(join(dir, 'missing', 'agent.yml')), { code: 'ENOENT' })
     await t.rejects(writeTemplate(join(dir, 'taken'), { force: true }), { code: 'EISDIR' })
   })
+})
+
+t.test('the example of docs/configuration.md, "When the configuration is wrong", is what loading reports', async t => {
+  const docs = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8')
+  const section = docs.slice(docs.indexOf('## When the configuration is wrong'))
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
+  const printed = /```text\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
+  const dir = t.testdir({ 'agent.yml': yaml })
+  const problems = await problemsOfLoad(loadConfig({ env: { PORT: 'abc', HOOK_TIMEOUT: '0' }, cwd: dir }))
+  t.same(problems.map(line => line.replace(dir, '/srv/a2a')), printed.trimEnd().split('\n'))
 })
