@@ -130,7 +130,7 @@ export const ProtocolConfigSchema = obj({
   sse_event_ids: Bool(false),
   /**
    * The gRPC binding (CONTRACT.md §13): a `@grpc/grpc-js` server on `port` (on `server.host`), listed in the card at
-   * `advertised_url` (empty: `grpc://<host>:<port>`). Port 0 takes any free port, and then needs `advertised_url`.
+   * `advertised_url` (empty: `<host>:<port>`, what the official clients dial). Port 0 takes any free port, and then needs `advertised_url`.
    */
   grpc: obj({
     enabled: Bool(false),

@@ -179,12 +179,16 @@ export function cardBindingsOf (config: A2AConfig): CardBindings {
   return bindings
 }
 
-/** The gRPC binding's URL in the card: `protocol.grpc.advertised_url`, else `grpc://<host>:<port>` (CONTRACT.md §13). */
+/**
+ * The gRPC binding's URL in the card: `protocol.grpc.advertised_url`, else `<host>:<port>` (an IPv6 host in brackets),
+ * a gRPC target as a2a.proto's `AgentInterface.url` asks for gRPC ("hostname:port"). The official clients hand the
+ * URL to grpc-js (@a2a-js/sdk) or grpcio (the Python a2a-sdk) as it is, and neither dials `grpc://...`.
+ */
 export function grpcUrlOf (config: A2AConfig): string {
   const { advertised_url: advertised, port } = config.protocol.grpc
   if (advertised !== '') return advertised
   const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host
-  return `grpc://${host}:${port}`
+  return `${host}:${port}`
 }
 
 /** The v1.0 form of v0.3 security requirements: `{apiKey: []}` → `{schemes: {apiKey: {list: []}}}`. */

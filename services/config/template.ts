@@ -129,7 +129,7 @@ protocol:
   grpc:
     enabled: ${y(d.protocol.grpc.enabled)}
     port: ${y(d.protocol.grpc.port)}
-    # The card's URL for it; empty: grpc://<host>:<port>. grpc-js clients (@a2a-js/sdk) dial host:port: set that.
+    # The card's URL for it; empty: <host>:<port>, what the official clients dial. Set it behind a proxy or NAT.
     advertised_url: ${y(d.protocol.grpc.advertised_url)}
     # Open connections on its port; past it new ones are dropped.
     max_connections: ${y(d.protocol.grpc.max_connections)}

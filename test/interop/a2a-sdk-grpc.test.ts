@@ -4,19 +4,39 @@ import {
   CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
   TaskState, type AgentCard, type Task
 } from '@a2a-js/sdk-v1'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { WAIT_OR_ECHO_IN_TWO_MODULE, listenGrpc, serve, until } from '../helper.js'
 import { freePort } from '../../scripts/redis-server.js'
 import { collect, driveEverything, executor, readState, sendRequest, textOf, v1Client, withHeaders } from './sdk-v1.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x) over its gRPC transport (CONTRACT.md §13): it reads the card, picks the
-// GRPC interface, connects to its `host:port`, and drives every v1.0 operation as it does over the other bindings.
+// GRPC interface, hands its URL as it is to grpc-js as the channel's target, and drives every v1.0 operation as it
+// does over the other bindings. Every server here lists the card's default URL (`advertised_url` empty): `host:port`.
 
-t.test('@a2a-js/sdk 1.x over its gRPC transport drives every v1.0 operation', async t => {
-  const { url } = await listenGrpc(t, { executor })
+/** The plugin with the gRPC binding on, and the card's default gRPC URL (no `advertised_url`). */
+const listenDefault = (t: Test) => listenGrpc(t, { executor, config: { protocol: { grpc: { advertised_url: '' } } } })
+
+/** The URLs of the card's GRPC entries. */
+async function grpcUrls (url: string): Promise<string[]> {
+  const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json() as AgentCard
+  return card.supportedInterfaces.filter(i => i.protocolBinding === 'GRPC').map(i => i.url)
+}
+
+t.test('@a2a-js/sdk 1.x over its gRPC transport, from the card\'s default URL, drives every v1.0 operation', async t => {
+  const { url, target } = await listenDefault(t)
+  t.same(await grpcUrls(url), [target, target], 'the default is <host>:<port>, for both versions')
   const client = await v1Client(url, {}, 'GRPC')
   t.match((client.transport as object).constructor.name, /^GrpcTransport/, 'the gRPC transport, from the card\'s GRPC 1.0 entry')
   await driveEverything(t, client, { state: readState(client) })
+})
+
+t.test('a grpc:// URL, the old default, is one @a2a-js/sdk 1.x cannot dial: advertised_url must stay a gRPC target', async t => {
+  const port = await freePort()
+  const { url } = await listenGrpc(t, { executor, config: { protocol: { grpc: { port, advertised_url: `grpc://127.0.0.1:${port}` } } } })
+  t.same(await grpcUrls(url), [`grpc://127.0.0.1:${port}`, `grpc://127.0.0.1:${port}`])
+  const client = await v1Client(url, {}, 'GRPC')
+  await t.rejects(client.getTask(GetTaskRequest.fromJSON({ id: 'nope' })),
+    { message: `gRPC error for getTask: 14 Name resolution failed for target dns:grpc://127.0.0.1:${port}` }, 'the issue\'s error, though the port serves')
 })
 
 /** The 1.x client over its v0.3 gRPC transport (`legacyCompat`): the card's GRPC 0.3 entry only, so it is the one picked. */
@@ -30,8 +50,8 @@ async function legacyClient (url: string, headers: Record<string, string> = {}):
   return factory.createFromAgentCard({ ...card, supportedInterfaces: grpc03 })
 }
 
-t.test('@a2a-js/sdk 1.x over its v0.3 gRPC transport (legacyCompat) drives every v0.3 operation of a2a.v1.A2AService', async t => {
-  const { app, url } = await listenGrpc(t, { executor })
+t.test('@a2a-js/sdk 1.x over its v0.3 gRPC transport (legacyCompat), from the card\'s default URL, drives every v0.3 operation of a2a.v1.A2AService', async t => {
+  const { app, url } = await listenDefault(t)
   const client = await legacyClient(url)
   t.match((client.transport as object).constructor.name, /LegacyGrpcTransport/)
   t.equal(client.protocolVersion, '0.3')
@@ -72,14 +92,15 @@ t.test('@a2a-js/sdk 1.x over its v0.3 gRPC transport (legacyCompat) drives every
   t.same((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: sent.id }))).configs, [])
 })
 
-t.test('the standalone server serves gRPC from its config file, and drains it on SIGTERM', async t => {
+t.test('the standalone server serves gRPC from its config file at the card\'s default URL, and drains it on SIGTERM', async t => {
   const port = await freePort()
   t.testdir({
-    'agent.yml': `agent:\n  name: Standalone\n  executor: ./echo.js\nserver:\n  shutdown_timeout: 2\nprotocol:\n  grpc:\n    enabled: true\n    port: ${port}\n    advertised_url: 127.0.0.1:${port}\n`,
+    'agent.yml': `agent:\n  name: Standalone\n  executor: ./echo.js\nserver:\n  shutdown_timeout: 2\nprotocol:\n  grpc:\n    enabled: true\n    port: ${port}\n`,
     'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE
   })
   const served = await serve(t, ['--config', 'agent.yml'])
   t.ok(served.logs.some(line => line.includes('gRPC binding listening')), 'the start says where gRPC listens')
+  t.same(await grpcUrls(served.url), [`127.0.0.1:${port}`, `127.0.0.1:${port}`], 'no advertised_url: server.host and the port')
   const client = await v1Client(served.url, {}, 'GRPC')
   t.match((client.transport as object).constructor.name, /^GrpcTransport/)
   await driveEverything(t, client, { state: readState(client) })

@@ -188,7 +188,7 @@ t.test('health: grpc.health.v1 says SERVING for the server and both services onc
   t.equal((await unary(health, 'Check', { service: 'other.Service' })).error?.code, Status.NOT_FOUND)
 })
 
-t.test('the card lists GRPC at both versions in supportedInterfaces only; advertised_url defaults to grpc://<host>:<port>', async t => {
+t.test('the card lists GRPC at both versions in supportedInterfaces only; advertised_url defaults to <host>:<port>', async t => {
   const { url, target } = await listenGrpc(t, { executor })
   const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json() as any
   t.same(card.supportedInterfaces.filter((i: any) => i.protocolBinding === 'GRPC'),
@@ -197,7 +197,7 @@ t.test('the card lists GRPC at both versions in supportedInterfaces only; advert
   const port = await freePort()
   const defaulted = await listenGrpc(t, { executor, config: { protocol: { grpc: { port, advertised_url: '' } } } })
   const defaultCard = await (await fetch(`${defaulted.url}/.well-known/agent-card.json`)).json() as any
-  t.equal(defaultCard.supportedInterfaces.find((i: any) => i.protocolBinding === 'GRPC').url, `grpc://127.0.0.1:${port}`)
+  t.equal(defaultCard.supportedInterfaces.find((i: any) => i.protocolBinding === 'GRPC').url, `127.0.0.1:${port}`)
 })
 
 t.test('a client that goes away ends only its stream: the task goes on and the slot is given back', async t => {

@@ -39,11 +39,11 @@ t.test('the public url follows host, port and prefix, or agent.url', async t => 
   t.match(toolSkill('status'), { id: 'tool-status', name: 'status', tags: ['tool'] })
 })
 
-t.test('the gRPC URL: advertised_url, else grpc://<host>:<port>, an IPv6 host in brackets (CONTRACT.md §13)', async t => {
+t.test('the gRPC URL: advertised_url, else <host>:<port>, an IPv6 host in brackets (CONTRACT.md §13)', async t => {
   const grpc = (server: Record<string, unknown>, advertised = '') =>
     grpcUrlOf(validateConfig({ server, protocol: { grpc: { enabled: true, port: 9090, advertised_url: advertised } } }))
-  t.equal(grpc({ host: '10.0.0.5' }), 'grpc://10.0.0.5:9090')
-  t.equal(grpc({ host: '::1' }), 'grpc://[::1]:9090')
+  t.equal(grpc({ host: '10.0.0.5' }), '10.0.0.5:9090')
+  t.equal(grpc({ host: '::1' }), '[::1]:9090')
   t.equal(grpc({ host: '::1' }, 'agent.example.com:443'), 'agent.example.com:443')
 })
 
