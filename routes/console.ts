@@ -72,6 +72,8 @@ const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (fastify, 
     done(null, body)
   })
 
+  // The page is told the v0.3 dialect (the a2aConfig decorator, index.ts) so that it spells v0.3 states as the
+  // server writes them.
   fastify.get('/console', async function (_request, reply) {
     const nonce = randomBytes(16).toString('base64')
     return reply
@@ -82,7 +84,7 @@ const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (fastify, 
         'cache-control': 'no-store'
       })
       .type('text/html; charset=utf-8')
-      .send(consolePage(nonce))
+      .send(consolePage(nonce, { dialect: this.a2aConfig.protocol.dialect }))
   })
 
   fastify.get<{ Params: { token: string } }>('/console/sink/:token', {

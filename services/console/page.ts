@@ -1,7 +1,16 @@
 // The developer console page (CONTRACT.md §3, `GET /console`): one self-contained HTML document, with its style and
 // script inline under a per-response nonce, so that it needs nothing but this server (offline included).
+import type { Dialect } from '../a2a/codec-v03.js'
 import { SCRIPT_CORE } from './script.js'
+import { SCRIPT_VIEW } from './script-view.js'
 import { SCRIPT_UI } from './script-ui.js'
+import { SCRIPT_CHAT } from './script-chat.js'
+
+/** What the page is told about the server it talks to. */
+export interface ConsolePageOptions {
+  /** `protocol.dialect`: how the server spells v0.3 states, and so how the page spells them in v0.3. */
+  dialect: Dialect
+}
 
 const STYLE = String.raw`
 :root { color-scheme: light dark; --bg: #f5f6f8; --panel: #fff; --fg: #1d2330; --muted: #687082; --line: #e1e4ea;
@@ -54,18 +63,44 @@ code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-
 pre { background: var(--code); padding: .6rem; border-radius: 6px; overflow: auto; max-height: 22rem; margin: 0; }
 .state { font-weight: 600; }
 .s-completed { color: var(--ok); }
-.s-in_progress, .s-working, .s-submitted { color: var(--run); }
-.s-input_required, .s-input-required, .s-auth_required, .s-auth-required { color: var(--wait); }
-.s-canceled, .s-failed, .s-rejected { color: var(--bad); }
+.s-in_progress, .s-submitted { color: var(--run); }
+.s-input_required, .s-auth_required { color: var(--wait); }
+.s-canceled, .s-failed, .s-rejected, .s-error { color: var(--bad); }
+#versions { display: inline-flex; gap: .25rem; align-items: center; }
+button.ver { padding: .05rem .45rem; font-size: .85em; background: transparent; color: var(--accent); }
+button.ver[aria-pressed="true"] { background: var(--accent); color: #fff; }
+.id { display: inline-flex; gap: .1rem .25rem; align-items: baseline; min-width: 0; }
+.id code { white-space: nowrap; }
+.id code.whole { white-space: normal; overflow-wrap: anywhere; }
+button.copy { padding: 0 .35rem; font-size: .75em; }
+#hints { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; color: var(--muted); }
+#hints button { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 12px; }
+.chat-buttons { display: flex; flex-direction: column; gap: .3rem; }
+#tasks tr[data-task-id] { cursor: pointer; }
+#tasks tr.selected { background: var(--code); }
+#detail-panel { grid-column: 1 / -1; }
+#detail-panel h2 { flex-wrap: wrap; }
+#detail-panel h2 .actions { margin-left: auto; display: flex; gap: .4rem; }
+.detail-grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0 1rem; }
+.detail-grid ol.log li { flex-wrap: wrap; }
+.detail-grid .text { white-space: pre-wrap; overflow-wrap: anywhere; flex-basis: 100%; }
+.artifact h4 { margin: .4rem 0 .2rem; font-size: .85rem; display: flex; gap: .5rem; flex-wrap: wrap; }
+#card-panel summary { cursor: pointer; }
+#card-panel summary h2 { display: inline-flex; margin: 0; }
+#card-panel[open] summary { margin-bottom: .6rem; }
 #sink-url { overflow-wrap: anywhere; }
-#deliveries details { flex-basis: 100%; }
+ol.log details { flex-basis: 100%; }
 #deliveries li { flex-wrap: wrap; }
-@media (max-width: 900px) { main { grid-template-columns: 1fr; } #chat-panel { grid-row: auto; } }
+@media (max-width: 900px) {
+  main, .detail-grid { grid-template-columns: minmax(0, 1fr); }
+  #chat-panel { grid-row: auto; }
+}
 @media (max-width: 520px) {
   main { padding: .6rem; gap: .6rem; }
   .panel { padding: .6rem .6rem; }
   th, td { padding: .3rem .2rem; }
   td.actions { white-space: normal; }
+  .id { flex-wrap: wrap; }
   td.actions button { margin: .1rem 0 .1rem .25rem; padding: .2rem .45rem; }
 }
 `
@@ -74,6 +109,7 @@ const BODY = `
 <header>
   <h1 id="agent-name">A2A console</h1>
   <span id="agent-meta"></span>
+  <span id="versions" role="group" aria-label="A2A versions the server speaks; the pressed one is the console's">A2A</span>
   <span id="agent-description"></span>
   <span id="status" role="status"></span>
 </header>
@@ -90,11 +126,16 @@ const BODY = `
     </form>
   </section>
   <section id="chat-panel" class="panel">
-    <h2>Chat <small class="hint">message/stream</small></h2>
-    <div id="transcript" aria-live="polite"></div>
+    <h2>Chat <small id="chat-method" class="hint"></small></h2>
+    <div id="transcript" aria-live="polite">
+      <div id="hints" hidden><span>Try</span></div>
+    </div>
     <form id="chat-form">
       <textarea id="chat-input" rows="2" placeholder="Message the agent (Enter sends, Shift+Enter for a new line)"></textarea>
-      <button id="send" type="submit">Send</button>
+      <div class="chat-buttons">
+        <button id="send" type="submit">Send</button>
+        <button id="stop" class="quiet" type="button" disabled title="Cancel the task of the last message">Stop</button>
+      </div>
     </form>
     <h3>Stream events, as they arrive</h3>
     <ol id="events" class="log"></ol>
@@ -117,16 +158,32 @@ const BODY = `
     <p class="hint">Webhook sink: <code id="sink-url">…</code></p>
     <ol id="deliveries" class="log"></ol>
   </section>
-  <section id="card-panel" class="panel">
-    <h2>Agent card</h2>
-    <pre id="card"></pre>
+  <section id="detail-panel" class="panel" hidden>
+    <h2>Task <span id="detail-id"></span> <span id="detail-state" class="state"></span>
+      <span class="actions">
+        <button id="detail-refresh" class="quiet" type="button">Refresh</button>
+        <button id="detail-close" class="quiet" type="button">Close</button>
+      </span>
+    </h2>
+    <p id="detail-meta" class="hint"></p>
+    <p id="detail-error" class="error"></p>
+    <div class="detail-grid">
+      <div><h3>State timeline</h3><ol id="detail-timeline" class="log"></ol></div>
+      <div><h3>History</h3><ol id="detail-history" class="log"></ol></div>
+      <div><h3>Artifacts</h3><div id="detail-artifacts"></div></div>
+      <div><h3>Push deliveries to the sink</h3><ol id="detail-deliveries" class="log"></ol></div>
+    </div>
   </section>
+  <details id="card-panel" class="panel">
+    <summary><h2>Agent card</h2></summary>
+    <pre id="card"></pre>
+  </details>
 </main>`
 
 /** The whole page; `nonce` must be the one in the response's Content-Security-Policy. */
-export function consolePage (nonce: string): string {
+export function consolePage (nonce: string, opts: ConsolePageOptions): string {
   return `<!doctype html>
-<html lang="en">
+<html lang="en" data-dialect="${opts.dialect}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -136,7 +193,7 @@ export function consolePage (nonce: string): string {
 <style nonce="${nonce}">${STYLE}</style>
 </head>
 <body>${BODY}
-<script nonce="${nonce}">${SCRIPT_CORE}${SCRIPT_UI}</script>
+<script nonce="${nonce}">${SCRIPT_CORE}${SCRIPT_VIEW}${SCRIPT_UI}${SCRIPT_CHAT}</script>
 </body>
 </html>
 `

@@ -1,27 +1,39 @@
-// The second half of the console's browser script (see script.ts): the task list kept live through resubscribe
-// streams, the webhook sink panel, the chat form, credentials, and start-up.
+// The console's task list, kept live through subscribe streams, and its webhook sink panel (see script.ts).
 
-/** Task rows, the sink, the chat and start-up; runs after SCRIPT_CORE in the same script element. */
+/** Task rows and the sink; runs after SCRIPT_VIEW in the same script element. */
 export const SCRIPT_UI = String.raw`
 // Tasks ------------------------------------------------------------------------------------------------------------
 const pushReady = () => Boolean(card && card.capabilities && card.capabilities.pushNotifications && sinkUrl)
 function tasksError (message) { $('tasks-error').textContent = message || '' }
 
+// A row opens the task's detail; its buttons act on the task alone.
 function row (id) {
   const tr = el('tr')
   tr.dataset.taskId = id
+  tr.tabIndex = 0
+  tr.title = 'Show task ' + id
   const idCell = el('td')
-  idCell.append(el('code', '', short(id)))
-  idCell.title = id
+  idCell.append(idView(id))
   const actions = el('td', 'actions')
   const cancel = el('button', 'cancel quiet', 'Cancel')
   const push = el('button', 'push quiet', 'Push')
   cancel.type = push.type = 'button'
   push.title = 'Deliver this task\'s next states to the webhook sink'
-  cancel.addEventListener('click', () => cancelTask(id))
-  push.addEventListener('click', () => pushTask(id))
+  cancel.addEventListener('click', event => {
+    event.stopPropagation()
+    cancelTask(id)
+  })
+  push.addEventListener('click', event => {
+    event.stopPropagation()
+    pushTask(id)
+  })
+  tr.addEventListener('click', () => openDetail(id))
+  tr.addEventListener('keydown', event => {
+    if (event.key === 'Enter' && event.target === tr) openDetail(id)
+  })
   actions.append(push, cancel)
   tr.append(idCell, el('td', 'state'), el('td', 'updated'), actions)
+  tr.classList.toggle('selected', id === detail.id)
   rows.set(id, tr)
   return tr
 }
@@ -47,26 +59,32 @@ function show (id, status, place) {
   }
   if (TERMINAL.has(tr.dataset.state) && !TERMINAL.has(status.state)) return
   tr.dataset.state = status.state
-  const cell = tr.querySelector('.state')
-  cell.className = stateClass(status.state)
-  cell.textContent = status.state
-  tr.querySelector('.updated').textContent = clock(status.timestamp)
+  showState(tr.cells[1], status.state)
+  tr.cells[2].textContent = clock(status.timestamp)
   // What cannot be used on a finished task is not shown.
   tr.querySelector('.cancel').hidden = tr.querySelector('.push').hidden = TERMINAL.has(status.state)
   tr.querySelector('.push').disabled = !pushReady()
 }
-function track (r, place) {
-  if (r.kind === 'task' || r.kind === 'status-update') show(taskIdOf(r), r.status, place)
+// A result seen by the console (via: 'stream', 'cancel'): the row, the task's timeline, and the open detail when
+// its task reaches another state (its history and artifacts have grown).
+function track (r, place, via) {
+  if (r.kind !== 'task' && r.kind !== 'status-update') return
+  const id = taskIdOf(r)
+  const before = $('detail-state').dataset.state
+  show(id, r.status, place)
+  observe(id, r.status, via || 'stream')
+  if (id === detail.id && before !== r.status.state) openDetail(id)
 }
-// The task list, PAGE_SIZE at a time through tasks/list. Page tokens are cursors, so a page is reached by walking
-// from the first: a task started meanwhile never shifts a task out of sight.
+// The task list, PAGE_SIZE at a time. Page tokens are cursors, so a page is reached by walking from the first: a
+// task started meanwhile never shifts a task out of sight.
 async function listPage (index) {
   let token = ''
   for (let i = 0; ; i++) {
     const params = { pageSize: PAGE_SIZE, historyLength: 0 }
     if (token) params.pageToken = token
-    const result = await rpc('tasks/list', params)
-    if (i === index || !result.nextPageToken) return { index: i, tasks: result.tasks, older: Boolean(result.nextPageToken) }
+    const result = await rpc('list', params)
+    const tasks = result.tasks.map(taskOf)
+    if (i === index || !result.nextPageToken) return { index: i, tasks, older: Boolean(result.nextPageToken) }
     token = result.nextPageToken
   }
 }
@@ -85,31 +103,35 @@ async function loadTasks () {
     hasOlder = listed.older
     for (const tr of rows.values()) tr.remove()
     rows.clear()
-    for (const task of listed.tasks) show(task.id, task.status, 'end')
+    for (const task of listed.tasks) {
+      show(task.id, task.status, 'end')
+      observe(task.id, task.status, 'list')
+    }
     pager()
     for (const task of listed.tasks) if (!TERMINAL.has(task.status.state)) watch(task.id)
   } catch (err) {
-    tasksError('tasks/list: ' + err.message)
+    tasksError(METHODS[version].list + ': ' + err.message)
   }
 }
 function turnPage (by) {
   page = Math.max(0, page + by)
   loadTasks()
 }
-// Follows a running task with tasks/resubscribe until it ends; a few at a time.
+// Follows a running task until it ends; a few at a time.
 function watch (id) {
   if (watched.has(id) || watched.size >= MAX_WATCHED) return
+  const v = version
   watched.add(id)
-  stream('tasks/resubscribe', { id }, track)
-    .catch(err => tasksError('tasks/resubscribe ' + short(id) + ': ' + err.message))
+  stream(v, 'subscribe', { id }, r => track(r))
+    .catch(err => tasksError(METHODS[v].subscribe + ' ' + short(id) + ': ' + err.message))
     .finally(() => watched.delete(id))
 }
 async function cancelTask (id) {
   try {
-    track(await rpc('tasks/cancel', { id }))
+    track(resultOf(await rpc('cancel', { id })), undefined, 'cancel')
     tasksError('')
   } catch (err) {
-    tasksError('tasks/cancel ' + short(id) + ': ' + err.message)
+    tasksError(METHODS[version].cancel + ' ' + short(id) + ': ' + err.message)
   }
 }
 
@@ -123,6 +145,10 @@ function sinkToken () {
   return token
 }
 const sinkConfig = () => ({ url: sinkUrl, token: 'console' })
+async function readSink () {
+  const res = await fetch(new URL('console/sink/' + sinkToken(), base), { cache: 'no-store' })
+  return res.json()
+}
 function arm () {
   store.setItem(KEYS.armed, '1')
   clearTimeout(sinkTimer)
@@ -130,8 +156,7 @@ function arm () {
 }
 async function pollSink () {
   try {
-    const res = await fetch(new URL('console/sink/' + sinkToken(), base), { cache: 'no-store' })
-    const body = await res.json()
+    const body = await readSink()
     sinkUrl = body.url
     $('sink-url').textContent = sinkUrl || 'unavailable: the server listens on no TCP port'
     for (const delivery of body.deliveries.slice().reverse()) if (delivery.seq > lastSeq) addDelivery(delivery)
@@ -143,140 +168,27 @@ async function pollSink () {
   for (const tr of rows.values()) tr.querySelector('.push').disabled = !pushReady()
   if (store.getItem(KEYS.armed)) arm()
 }
+// A new delivery: listed, in its task's timeline, and in the open detail when it is that task's.
 function addDelivery (d) {
   lastSeq = d.seq
-  const li = el('li', 'delivery')
-  if (d.taskId) li.dataset.taskId = d.taskId
-  if (d.state) li.dataset.state = d.state
-  li.append(el('span', 'n', clock(d.receivedAt)), el('code', '', short(d.taskId)), el('span', stateClass(d.state), d.state || '(not a task)'),
-    el('span', 'hint', Object.keys(d.headers).filter(h => h.startsWith('webhook-') || h.startsWith('x-')).join(' ')))
-  const details = el('details')
-  let body = d.body
-  try { body = JSON.stringify(JSON.parse(d.body), null, 2) } catch {}
-  details.append(el('summary', '', 'body'), el('pre', '', body))
-  li.append(details)
   const list = $('deliveries')
-  list.prepend(li)
+  list.prepend(deliveryView(d))
   while (list.children.length > 50) list.lastChild.remove()
+  const status = d.taskId ? deliveredStatus(d) : null
+  if (status) observe(d.taskId, status, 'push')
+  const shown = $('detail-deliveries')
+  if (d.taskId === detail.id && $('detail-panel').dataset.loaded && !shown.querySelector('li[data-seq="' + d.seq + '"]')) {
+    for (const hint of shown.querySelectorAll('li.hint')) hint.remove()
+    shown.prepend(deliveryView(d))
+  }
 }
 async function pushTask (id) {
   try {
-    await rpc('tasks/pushNotificationConfig/set', { taskId: id, pushNotificationConfig: sinkConfig() })
+    await rpc('push', pushParams(version, id))
     arm()
     say('push config set on task ' + short(id))
   } catch (err) {
-    tasksError('tasks/pushNotificationConfig/set ' + short(id) + ': ' + err.message)
+    tasksError(METHODS[version].push + ' ' + short(id) + ': ' + err.message)
   }
 }
-
-// Chat --------------------------------------------------------------------------------------------------------------
-async function send (text, push) {
-  const message = { kind: 'message', role: 'user', messageId: 'console-' + randomToken(12), parts: [{ kind: 'text', text }] }
-  const params = { message }
-  if (push) params.configuration = { pushNotificationConfig: sinkConfig() }
-  const bubble = el('div', 'msg user')
-  bubble.append(el('div', 'who', 'you'), el('div', 'text', text))
-  $('transcript').append(bubble)
-  appendLog(el('li', 'head', 'message/stream' + (push ? ' with push to the sink' : '')))
-  const view = replyView()
-  let id = null
-  let lastId = null
-  const onResult = (r, eventId) => {
-    if (eventId !== null) lastId = eventId
-    if (id === null) {
-      id = taskIdOf(r)
-      watched.add(id)
-    }
-    logEvent(r)
-    view.apply(r)
-    track(r, page === 0 ? 'top' : undefined)
-  }
-  try {
-    await stream('message/stream', params, onResult)
-  } catch (err) {
-    // A connection cut mid-task, not an answer of the server's: the task goes on, so follow it again.
-    if (id === null || err instanceof RpcError || !await resume(id, () => lastId, onResult)) {
-      view.fail(err.message)
-      say('message/stream: ' + err.message, true)
-    }
-  } finally {
-    if (id !== null) watched.delete(id)
-  }
-}
-// Follows a task whose stream was cut, from the last event seen (Last-Event-ID): what was missed, then live events.
-// Without ids (the seed dialect) the task as it stands comes first. A few tries, further apart each time.
-async function resume (id, lastId, onResult) {
-  for (let attempt = 0; attempt < RESUME_TRIES; attempt++) {
-    await new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt))
-    const from = lastId()
-    appendLog(el('li', 'head reconnect', 'connection lost: tasks/resubscribe' + (from === null ? '' : ' after event ' + from)))
-    try {
-      await stream('tasks/resubscribe', { id }, onResult, from)
-      return true
-    } catch (err) {
-      if (err instanceof RpcError) return false
-    }
-  }
-  return false
-}
-function onChat (event) {
-  event.preventDefault()
-  const text = $('chat-input').value.trim()
-  if (text === '') return
-  $('chat-input').value = ''
-  send(text, false)
-}
-
-// Credentials and start-up ------------------------------------------------------------------------------------------
-function saveCredentials (event) {
-  event.preventDefault()
-  for (const [field, key] of [['api-key', KEYS.apiKey], ['bearer', KEYS.bearer]]) {
-    const value = $(field).value.trim()
-    if (value) store.setItem(key, value)
-    else store.removeItem(key)
-  }
-  say('credentials set for this tab')
-  loadTasks()
-}
-async function loadCard () {
-  const res = await fetch(new URL('.well-known/agent-card.json', base))
-  card = await res.json()
-  document.title = card.name + ' · A2A console'
-  $('agent-name').textContent = card.name
-  $('agent-meta').textContent = 'v' + card.version + ' · A2A ' + card.protocolVersion
-  $('agent-description').textContent = card.description || ''
-  $('card').textContent = JSON.stringify(card, null, 2)
-  const schemes = card.securitySchemes || {}
-  if (Object.keys(schemes).length > 0) $('auth').hidden = false
-  if (schemes.apiKey && schemes.apiKey.name) apiKeyHeader = schemes.apiKey.name
-  $('api-key-header').textContent = apiKeyHeader
-}
-async function start () {
-  $('chat-form').addEventListener('submit', onChat)
-  $('chat-input').addEventListener('keydown', event => {
-    if (event.key === 'Enter' && !event.shiftKey) onChat(event)
-  })
-  $('auth-form').addEventListener('submit', saveCredentials)
-  $('clear-auth').addEventListener('click', event => {
-    $('api-key').value = $('bearer').value = ''
-    saveCredentials(event)
-  })
-  $('refresh-tasks').addEventListener('click', loadTasks)
-  $('newer-tasks').addEventListener('click', () => turnPage(-1))
-  $('older-tasks').addEventListener('click', () => turnPage(1))
-  $('try-push').addEventListener('click', () => {
-    arm()
-    send('push test', true)
-  })
-  $('api-key').value = store.getItem(KEYS.apiKey) || ''
-  $('bearer').value = store.getItem(KEYS.bearer) || ''
-  try {
-    await loadCard()
-  } catch (err) {
-    say('agent card: ' + err.message, true)
-  }
-  await Promise.all([loadTasks(), pollSink()])
-  document.body.dataset.ready = 'true'
-}
-start()
 `

@@ -2,23 +2,31 @@
 // over fetch, SSE read from a fetch body (EventSource cannot POST), every URL relative to the page, and only
 // textContent for what the server sends. Written without template literals so that it fits in String.raw.
 
-/** The first half of the script: JSON-RPC, SSE and the chat reply view; script-ui.ts holds the rest. */
+/**
+ * The first part of the script: the A2A versions (method names, request shapes, state spellings), results of
+ * either version in one form, JSON-RPC and SSE. script-view.ts and script-ui.ts follow it.
+ */
 export const SCRIPT_CORE = String.raw`
 'use strict'
 const TERMINAL = new Set(['completed', 'canceled', 'failed', 'rejected'])
 const MAX_WATCHED = 4
 const MAX_EVENTS = 200
+const MAX_TIMELINES = 200
 const PAGE_SIZE = 10
+const HISTORY_LENGTH = 50
 const RESUME_TRIES = 5
 const SINK_POLL_MS = 1500
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/
-const KEYS = { apiKey: 'a2a-console-api-key', bearer: 'a2a-console-bearer', sink: 'a2a-console-sink', armed: 'a2a-console-push' }
+const KEYS = {
+  apiKey: 'a2a-console-api-key', bearer: 'a2a-console-bearer', sink: 'a2a-console-sink', armed: 'a2a-console-push', version: 'a2a-console-version'
+}
 const store = window.sessionStorage
 // The agent lives where the console's own path ends: "/console" under the plugin prefix.
 const base = new URL(location.pathname.replace(/\/console\/?$/, '/'), location.href)
 const $ = id => document.getElementById(id)
 const rows = new Map()
 const watched = new Set()
+const timelines = new Map()
 let card = null
 let apiKeyHeader = 'X-API-Key'
 let rpcId = 0
@@ -37,7 +45,6 @@ function el (tag, cls, text) {
 }
 const short = id => String(id || '').slice(0, 8)
 const clock = iso => (iso ? new Date(iso) : new Date()).toLocaleTimeString()
-const stateClass = state => 'state s-' + String(state || '').replace(/[^a-z_-]/g, '')
 function randomToken (bytes) {
   const raw = crypto.getRandomValues(new Uint8Array(bytes))
   return btoa(String.fromCharCode(...raw)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
@@ -46,6 +53,125 @@ function say (text, isError) {
   $('status').textContent = text
   $('status').classList.toggle('error', Boolean(isError))
 }
+
+// Ids are shown short, whole in their title, with a button that copies them whole.
+function idView (id) {
+  const view = el('span', 'id')
+  const code = el('code', '', short(id))
+  const copy = el('button', 'copy quiet', 'copy')
+  code.title = id
+  copy.type = 'button'
+  copy.title = 'Copy ' + id
+  copy.dataset.copy = id
+  copy.addEventListener('click', event => {
+    event.stopPropagation()
+    copyText(id, code)
+  })
+  view.append(code, copy)
+  return view
+}
+// The clipboard API where the browser offers it (a secure context: https or a loopback host); else the id is shown
+// whole and selected, ready for Ctrl+C.
+async function copyText (text, code) {
+  try {
+    await navigator.clipboard.writeText(text)
+    say('copied ' + text)
+  } catch {
+    code.textContent = text
+    code.classList.add('whole')
+    getSelection().selectAllChildren(code)
+    say('selected ' + text + ': press Ctrl+C to copy it')
+  }
+}
+
+// A2A versions (CONTRACT.md §11.1) -------------------------------------------------------------------------------
+// The methods the console calls, by what they do, in each version it speaks.
+const METHODS = {
+  '1.0': { send: 'SendStreamingMessage', get: 'GetTask', list: 'ListTasks', cancel: 'CancelTask', subscribe: 'SubscribeToTask', push: 'CreateTaskPushNotificationConfig' },
+  '0.3': { send: 'message/stream', get: 'tasks/get', list: 'tasks/list', cancel: 'tasks/cancel', subscribe: 'tasks/resubscribe', push: 'tasks/pushNotificationConfig/set' }
+}
+// The script keeps states as the server stores them. Copies of V10_STATES (services/a2a/codec-v10.ts) and A2A_NAMES
+// (services/a2a/codec-v03.ts, the v0.3 a2a dialect; the default dialect writes the stored names).
+const V10_STATES = {"submitted": "TASK_STATE_SUBMITTED", "in_progress": "TASK_STATE_WORKING", "input_required": "TASK_STATE_INPUT_REQUIRED", "auth_required": "TASK_STATE_AUTH_REQUIRED", "completed": "TASK_STATE_COMPLETED", "canceled": "TASK_STATE_CANCELED", "failed": "TASK_STATE_FAILED", "rejected": "TASK_STATE_REJECTED"}
+const A2A_NAMES = {"in_progress": "working", "input_required": "input-required", "auth_required": "auth-required"}
+const DIALECT = document.documentElement.dataset.dialect
+const STORED = {}
+for (const state of Object.keys(V10_STATES)) STORED[state] = STORED[V10_STATES[state]] = state
+for (const state of Object.keys(A2A_NAMES)) STORED[A2A_NAMES[state]] = state
+let version = METHODS[store.getItem(KEYS.version)] ? store.getItem(KEYS.version) : '1.0'
+
+// A state in any version's spelling as stored; anything else as it is.
+const stored = name => Object.hasOwn(STORED, name) ? STORED[name] : name
+// A stored state as the selected version spells it.
+function spell (state) {
+  if (version === '1.0') return Object.hasOwn(V10_STATES, state) ? V10_STATES[state] : state
+  return DIALECT === 'a2a' && Object.hasOwn(A2A_NAMES, state) ? A2A_NAMES[state] : state
+}
+// Shows a state in a node; respell() writes every one again when the version changes. A long name may break after
+// an underscore (TASK_STATE_<wbr>COMPLETED), never inside a word.
+function showState (node, state) {
+  node.className = 'state s-' + String(state || '').replace(/[^a-z_]/g, '')
+  node.dataset.state = state || ''
+  return spellInto(node)
+}
+function spellInto (node) {
+  const words = node.dataset.state ? spell(node.dataset.state).split('_') : []
+  node.replaceChildren(...words.flatMap((word, i) => i === 0 ? [word] : ['_', el('wbr'), word]))
+  return node
+}
+const stateView = state => showState(el('span'), state)
+function respell () {
+  for (const node of document.querySelectorAll('.state[data-state]')) spellInto(node)
+}
+
+// Requests in the shape of a version. The sink's push config (sinkConfig) is defined with the sink, further on.
+function messageParams (v, text, push) {
+  const messageId = randomToken(16)
+  const message = v === '1.0'
+    ? { messageId, role: 'ROLE_USER', parts: [{ text }] }
+    : { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text }] }
+  const params = { message }
+  if (push) params.configuration = v === '1.0' ? { taskPushNotificationConfig: sinkConfig() } : { pushNotificationConfig: sinkConfig() }
+  return params
+}
+const pushParams = (v, taskId) => v === '1.0' ? Object.assign({ taskId }, sinkConfig()) : { taskId, pushNotificationConfig: sinkConfig() }
+
+// Results of either version in one form, v0.3's: a kind on every object, parts with a kind, states as stored. v1.0
+// wraps stream results in their kind's member (task, message, statusUpdate, artifactUpdate) and answers GetTask and
+// CancelTask with a bare Task.
+function partOf (p) {
+  if (p.kind) return p
+  if (p.text !== undefined) return { kind: 'text', text: p.text }
+  if (p.data !== undefined) return { kind: 'data', data: p.data }
+  return { kind: 'file', file: { name: p.filename, mimeType: p.mediaType, uri: p.url } }
+}
+const partsOf = parts => (parts || []).map(partOf)
+function messageOf (m) {
+  const role = m.role === 'ROLE_USER' ? 'user' : m.role === 'ROLE_AGENT' ? 'agent' : m.role
+  return Object.assign({}, m, { kind: 'message', role, parts: partsOf(m.parts) })
+}
+const statusOf = s => Object.assign({}, s, { state: stored(s.state), message: s.message ? messageOf(s.message) : s.message })
+const artifactOf = a => Object.assign({}, a, { parts: partsOf(a.parts) })
+function taskOf (t) {
+  return Object.assign({}, t, {
+    kind: 'task', status: statusOf(t.status), artifacts: (t.artifacts || []).map(artifactOf), history: (t.history || []).map(messageOf)
+  })
+}
+const MEMBERS = { task: 'task', statusUpdate: 'status-update', artifactUpdate: 'artifact-update', message: 'message' }
+// Also says what the result is called on the wire (onWire): its kind, or its v1.0 member's name.
+function resultOf (r) {
+  const member = r.kind ? null : Object.keys(MEMBERS).find(name => r[name]) || null
+  const kind = r.kind || (member ? MEMBERS[member] : 'task')
+  const inner = member ? r[member] : r
+  const out = kind === 'task' ? taskOf(inner)
+    : kind === 'message' ? messageOf(inner)
+      : kind === 'status-update' ? Object.assign({}, inner, { kind, status: statusOf(inner.status) })
+        : Object.assign({}, inner, { kind, artifact: artifactOf(inner.artifact) })
+  out.onWire = member || kind
+  return out
+}
+const taskIdOf = r => r.kind === 'task' ? r.id : r.taskId
+const stateOf = r => (r.kind === 'task' || r.kind === 'status-update') ? r.status.state : null
 
 // JSON-RPC ------------------------------------------------------------------------------------------------------
 class RpcError extends Error {
@@ -63,8 +189,8 @@ function credentials () {
   if (bearer) headers.authorization = 'Bearer ' + bearer
   return headers
 }
-function post (method, params, accept, lastEventId) {
-  const headers = Object.assign({ 'content-type': 'application/json', accept }, credentials())
+function post (v, method, params, accept, lastEventId) {
+  const headers = Object.assign({ 'content-type': 'application/json', accept, 'a2a-version': v }, credentials())
   if (lastEventId !== undefined && lastEventId !== null) headers['last-event-id'] = lastEventId
   return fetch(base, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }) })
 }
@@ -74,13 +200,14 @@ async function answer (res) {
   if (body.error) throw new RpcError(body.error, res.status)
   return body.result
 }
-async function rpc (method, params) {
-  return answer(await post(method, params, 'application/json'))
+// Calls the selected version's method for op ('get', 'list', ...) and returns its result as sent.
+async function rpc (op, params) {
+  return answer(await post(version, METHODS[version][op], params, 'application/json'))
 }
-// Calls a streaming method and hands each result to onResult as its event arrives, with the event's id (null when
-// the stream has none). lastEventId resumes a task's stream after that event.
-async function stream (method, params, onResult, lastEventId) {
-  const res = await post(method, params, 'text/event-stream', lastEventId)
+// Calls version v's streaming method for op and hands each result to onResult, in one form (resultOf), as its event
+// arrives, with the event's id (null when the stream has none). lastEventId resumes a task's stream after that event.
+async function stream (v, op, params, onResult, lastEventId) {
+  const res = await post(v, METHODS[v][op], params, 'text/event-stream', lastEventId)
   if (!(res.headers.get('content-type') || '').startsWith('text/event-stream')) return answer(res)
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
   let buffer = ''
@@ -98,109 +225,7 @@ async function stream (method, params, onResult, lastEventId) {
       const idLine = lines.find(l => l.startsWith('id:'))
       const message = JSON.parse(data)
       if (message.error) throw new RpcError(message.error, 200)
-      onResult(message.result, idLine === undefined ? null : idLine.slice(3).trim())
-    }
-  }
-}
-
-// Results: whole Tasks (default dialect) or A2A events (a2a dialect) ----------------------------------------------
-const taskIdOf = r => r.kind === 'task' ? r.id : r.taskId
-const stateOf = r => (r.kind === 'task' || r.kind === 'status-update') ? r.status.state : null
-// A data part beside a text part is the same answer for programs (the built-in tools send both): the text is shown.
-function textOf (parts) {
-  const list = parts || []
-  const hasText = list.some(p => p.kind === 'text')
-  return list.filter(p => !(hasText && p.kind === 'data'))
-    .map(p => p.kind === 'text' ? p.text : p.kind === 'data' ? JSON.stringify(p.data, null, 2) : '[' + p.kind + ']').join('\n')
-}
-// What a reply says when the agent wrote nothing, by state (either dialect's spelling).
-const QUIET = {
-  canceled: 'Canceled before the agent answered.',
-  failed: 'The task failed.',
-  rejected: 'The agent declined the task.',
-  completed: 'Completed, with no reply.',
-  input_required: 'The agent is waiting for your input.',
-  'input-required': 'The agent is waiting for your input.',
-  auth_required: 'The agent is waiting for authorization.',
-  'auth-required': 'The agent is waiting for authorization.'
-}
-const seen = new Map()
-// For a whole Task (default dialect), what changed since the last one of the same task: which artifacts grew, or
-// "status" when only the status did; '' for the first one and for a new state.
-function changeOf (task) {
-  const parts = {}
-  for (const a of task.artifacts || []) parts[a.artifactId] = JSON.stringify(a.parts)
-  const before = seen.get(task.id)
-  if (TERMINAL.has(task.status.state)) seen.delete(task.id)
-  else seen.set(task.id, { state: task.status.state, parts })
-  if (!before || before.state !== task.status.state) return ''
-  const grown = (task.artifacts || []).filter(a => before.parts[a.artifactId] !== parts[a.artifactId])
-  return grown.length > 0 ? 'artifact ' + grown.map(a => a.name || short(a.artifactId)).join(', ') : 'status'
-}
-
-function logEvent (result) {
-  const li = el('li', 'event')
-  const state = stateOf(result)
-  li.dataset.kind = result.kind
-  if (state) li.dataset.state = state
-  li.append(el('span', 'n', ++eventCount), el('span', 'kind', result.kind), el('span', stateClass(state), state || ''),
-    el('code', '', short(taskIdOf(result))))
-  if (result.kind === 'artifact-update') li.append(el('span', '', result.artifact.name || result.artifact.artifactId))
-  const change = result.kind === 'task' ? changeOf(result) : ''
-  if (change) {
-    li.dataset.change = change
-    li.append(el('span', 'hint', change))
-  }
-  appendLog(li)
-}
-function appendLog (li) {
-  const list = $('events')
-  list.append(li)
-  while (list.children.length > MAX_EVENTS) list.firstChild.remove()
-  list.scrollTop = list.scrollHeight
-}
-
-// A chat reply: the agent's artifacts as they build up, else its status message.
-function replyView () {
-  const bubble = el('div', 'msg agent')
-  const who = el('div', 'who')
-  const badge = el('span', 'state')
-  const text = el('div', 'text', '…')
-  who.append(el('span', '', 'agent'), badge)
-  bubble.append(who, text)
-  $('transcript').append(bubble)
-  const artifacts = new Map()
-  let status = ''
-  function render () {
-    const shown = [...artifacts.values()].map(a => textOf(a.parts)).join('\n')
-    text.textContent = shown || status || QUIET[bubble.dataset.state] || '…'
-    $('transcript').scrollTop = $('transcript').scrollHeight
-  }
-  function setState (state) {
-    bubble.dataset.state = state
-    badge.className = stateClass(state)
-    badge.textContent = state
-  }
-  return {
-    apply (r) {
-      bubble.dataset.taskId = taskIdOf(r)
-      if (r.kind === 'task') {
-        artifacts.clear()
-        for (const a of r.artifacts || []) artifacts.set(a.artifactId, a)
-      } else if (r.kind === 'artifact-update') {
-        const old = artifacts.get(r.artifact.artifactId)
-        artifacts.set(r.artifact.artifactId, r.append && old ? Object.assign({}, old, { parts: old.parts.concat(r.artifact.parts) }) : r.artifact)
-      } else if (r.kind === 'message') {
-        status = textOf(r.parts)
-      }
-      if (r.status && r.status.message) status = textOf(r.status.message.parts)
-      if (stateOf(r)) setState(stateOf(r))
-      render()
-    },
-    fail (message) {
-      setState('error')
-      text.textContent = message
-      text.classList.add('error')
+      onResult(resultOf(message.result), idLine === undefined ? null : idLine.slice(3).trim())
     }
   }
 }

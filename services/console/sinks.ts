@@ -33,7 +33,7 @@ export interface SinkDelivery {
   /** Increases with every delivery this server receives. */
   seq: number
   receivedAt: string
-  /** The task id and state from the body, when it is a Task. */
+  /** The task id and state from the body, when it is a Task (v0.3) or holds one (v1.0), as the body spells them. */
   taskId: string | null
   state: string | null
   headers: Record<string, string>
@@ -138,13 +138,17 @@ function serves (own: ipaddr.IPv4 | ipaddr.IPv6, ip: ipaddr.IPv4 | ipaddr.IPv6):
   return own.kind() === ip.kind() && own.toNormalizedString() === ip.toNormalizedString()
 }
 
+interface TaskLike { id?: unknown, status?: { state?: unknown } }
+
+/** The task id and state of a body: a v0.3 Task, or a v1.0 StreamResponse `{"task": ...}` (push-bodies.ts). */
 function summary (body: string): Pick<SinkDelivery, 'taskId' | 'state'> {
-  let task: { id?: unknown, status?: { state?: unknown } } | null
+  let parsed: (TaskLike & { task?: TaskLike }) | null
   try {
-    task = JSON.parse(body)
+    parsed = JSON.parse(body)
   } catch {
     return { taskId: null, state: null }
   }
+  const task = typeof parsed?.task === 'object' && parsed.task !== null ? parsed.task : parsed
   const id = task?.id
   const state = task?.status?.state
   return { taskId: typeof id === 'string' ? id : null, state: typeof state === 'string' ? state : null }

@@ -38,6 +38,13 @@ t.test('the page is one self-contained document under a strict CSP whose nonce c
   t.not(nonceOf(String(again.headers['content-security-policy']), 'script-src'), nonce)
 })
 
+t.test('the page carries the v0.3 dialect the server writes, so that it spells states the same way', async t => {
+  const a2aDialect = await build(t, { config: { protocol: { dialect: 'a2a' } } })
+  t.match((await a2aDialect.inject('/console')).body, '<html lang="en" data-dialect="a2a">')
+  const plain = await build(t)
+  t.match((await plain.inject('/console')).body, '<html lang="en" data-dialect="default">')
+})
+
 t.test('console.enabled: auto follows security, true forces it on, false turns it off', async t => {
   const autoOpen = await build(t)
   t.equal((await autoOpen.inject('/console')).statusCode, 200, 'auto with security off: on')

@@ -87,3 +87,13 @@ t.test('the URL policy exemption skips the address and domain rules only', async
   const strict = createUrlPolicy({ validateUrls: true, requireHttps: true, allowedDomains: [], allowedNetworks: [], exempt })
   t.match(strict.checkUrl('http://127.0.0.1:1/own'), { ok: false, reason: 'url: must use https' })
 })
+
+t.test('a delivery names its task and state from a v0.3 Task or a v1.0 {task} body, as the body spells them', async t => {
+  const s = sinks()
+  const v10 = JSON.stringify({ task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } })
+  t.match(s.record(TOKEN, {}, v10), { taskId: 't1', state: 'TASK_STATE_COMPLETED' })
+  t.match(s.record(TOKEN, {}, JSON.stringify({ id: 't2', kind: 'task', status: { state: 'working' } })), { taskId: 't2', state: 'working' })
+  t.match(s.record(TOKEN, {}, JSON.stringify({ task: null })), { taskId: null, state: null })
+  t.match(s.record(TOKEN, {}, JSON.stringify({ task: 'x', id: 7 })), { taskId: null, state: null })
+  t.match(s.record(TOKEN, {}, 'null'), { taskId: null, state: null })
+})
