@@ -6,9 +6,13 @@
 //   databases the tests empty freely (A2A_TEST_REDIS_OWNED=1). A Redis that happens to answer on 6379 is never used.
 // Some tests start redis-server processes of their own (stalls, restarts), so redis-server must be on the PATH either
 // way: without it this fails at once, with one line saying how to install it. Exits with the command's status.
+// The command runs with a run id in A2A_TEST_RUN, which every process the tests start inherits: once it has exited,
+// a process still carrying the id outlived its test, and is named on stderr and killed, and the run fails
+// (scripts/run-processes.js).
 import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import { INSTALL_HINT, hasRedisServer, ping, startRedis } from './redis-server.js'
+import { RUN_MARKER, leftoverReport, nestedMarker, newRunId, reapLeftovers } from './run-processes.js'
 
 const [command, ...args] = process.argv.slice(2)
 if (!command) {
@@ -34,6 +38,8 @@ if (given) {
   env = { ...process.env, A2A_TEST_REDIS_URL: throwaway.url, A2A_TEST_REDIS_OWNED: '1' }
 }
 
+const runId = newRunId()
+env[RUN_MARKER] = nestedMarker(runId, process.env[RUN_MARKER])
 const child = spawn(command, args, { stdio: 'inherit', env })
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal))
 const status = await new Promise(resolve => {
@@ -44,4 +50,6 @@ const status = await new Promise(resolve => {
   child.once('exit', (code, signal) => resolve(code ?? 128 + constants.signals[signal]))
 })
 await throwaway?.stop()
-process.exit(status)
+const report = leftoverReport(await reapLeftovers(runId))
+for (const line of report) console.error(line)
+process.exit(report.length > 0 && status === 0 ? 1 : status)

@@ -1,7 +1,7 @@
-import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { runChild } from './processes.js'
 
 // A smoke run of `npm run bench` at its smallest: every server starts, answers every load, and the run writes a
 // well-formed results file and report. Speed is never asserted: this machine's timings say nothing here.
@@ -16,11 +16,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
     '--json', `${dir}/results.json`, '--out', `${dir}/BENCHMARKS.md`]
   // The servers record no coverage: which branches a load reaches depends on timing (the in-process tests cover them).
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-  const { code, stdout } = await new Promise<{ code: number | null, stdout: string }>(resolve => {
-    const child = execFile(process.execPath, [RUN, ...args.slice(1)], { env, encoding: 'utf8', timeout: 100_000 }, (_err, stdout) => {
-      resolve({ code: child.exitCode, stdout })
-    })
-  })
+  const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args.slice(1)], { env, timeoutMs: 100_000 })
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
@@ -91,11 +87,7 @@ t.test('--node-options reaches our server and no other', async t => {
   const args = ['--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '2', '--tasks', '0', '--idle', '0.1',
     '--only', 'bare,ours', `--node-options=--max-semi-space-size=8 ${hook}`, '--json', `${dir}/results.json`]
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-  const { code, stdout } = await new Promise<{ code: number | null, stdout: string }>(resolve => {
-    const child = execFile(process.execPath, [RUN, ...args], { env, encoding: 'utf8', timeout: 100_000 }, (_err, stdout) => {
-      resolve({ code: child.exitCode, stdout })
-    })
-  })
+  const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args], { env, timeoutMs: 100_000 })
   t.equal(code, 0, stdout)
   // Our server and its twin with no stream replay (the `ours` target's pair): no other process got them.
   t.same(readFileSync(marker, 'utf8').trim().split('\n'), [CLI, CLI], 'only dist/cli.js ran with the flags')
@@ -107,11 +99,7 @@ t.test('--node-options reaches our server and no other', async t => {
 t.test('a flag node refuses stops the run with node\'s message and a non-zero exit', async t => {
   const args = ['--quick', '--only', 'ours', '--node-options=--no-such-node-flag']
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-  const { code, stderr } = await new Promise<{ code: number | null, stderr: string }>(resolve => {
-    const child = execFile(process.execPath, [RUN, ...args], { env, encoding: 'utf8', timeout: 60_000 }, (_err, _stdout, stderr) => {
-      resolve({ code: child.exitCode, stderr })
-    })
-  })
+  const { status: code, stderr } = await runChild(t, process.execPath, [RUN, ...args], { env, timeoutMs: 60_000 })
   t.not(code, 0)
   t.match(stderr, /bad option: --no-such-node-flag/)
   t.match(stderr, /exited with 9/)

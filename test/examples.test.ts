@@ -1,6 +1,5 @@
 // The examples/ folder: each example runs over real HTTP, imported (its build function) and as the program a user
 // starts (`node --import @tapjs/typescript/import examples/<name>.ts`).
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { A2AClient } from '@a2a-js/sdk/client'
 import type { Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk'
@@ -8,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import * as customExecutor from '../examples/custom-executor.js'
 import * as embeddedApp from '../examples/embedded-app.js'
-import { postStream, rpc, until, userMessage } from './helper.js'
+import { postStream, rpc, spawnChild, until, userMessage } from './helper.js'
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url))
 
@@ -25,14 +24,13 @@ async function post (url: string, body: unknown): Promise<any> {
 /** Starts `examples/<name>.ts` as a program on a free port; resolves with its address once it listens. */
 async function runExample (t: Test, name: string): Promise<{ url: string, exited: Promise<number | null>, stop: () => void }> {
   const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: undefined }
-  const child = spawn(process.execPath, ['--import', '@tapjs/typescript/import', `${EXAMPLES}${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const child = spawnChild(t, process.execPath, ['--import', '@tapjs/typescript/import', `${EXAMPLES}${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk
       const match = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out)
       if (match !== null) resolve(match[1])
@@ -117,11 +115,12 @@ t.test('listenAddress takes HOST and PORT from the environment, else the default
 })
 
 t.test('each example runs as a program, serves, and stops on SIGTERM', async t => {
-  for (const [name, path] of [['custom-executor', '/'], ['embedded-app', '/agent']]) {
+  // Both at once: most of each run is node compiling the example's TypeScript as it loads.
+  await Promise.all([['custom-executor', '/'], ['embedded-app', '/agent']].map(async ([name, path]) => {
     const example = await runExample(t, name)
     const sent = await post(`${example.url}${path}`, rpc('message/send', { message: userMessage('run me') }))
     t.equal(sent.result.status.state, 'completed', name)
     example.stop()
     t.equal(await example.exited, 0, `${name} exits 0`)
-  }
+  }))
 })

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import type { ClientHttp2Session } from 'node:http2'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url'
 import Fastify, { type FastifyInstance } from 'fastify'
 import a2a, { type A2AOptions } from '../index.js'
 import { freePort, ping } from '../scripts/redis-server.js'
+import { spawnChild } from './processes.js'
+
+export { runChild, spawnChild } from './processes.js'
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 
@@ -309,16 +312,16 @@ export interface PrivateRedis {
   restart (): Promise<void>
 }
 
-/** A redis-server child of this test on a free port, for stall and kill tests; killed at teardown. */
+/** A redis-server child of this test on a free port, for stall and kill tests; killed at teardown (test/processes.ts). */
 export async function privateRedis (t: Teardown): Promise<PrivateRedis> {
   const port = await freePort()
   let child: import('node:child_process').ChildProcess
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    // Each start its own group, killed at teardown (SIGKILL ends a stopped process too).
+    child = spawnChild(t, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
     await until(() => ping(`redis://127.0.0.1:${port}`))
   }
   await start()
-  t.teardown(() => { child.kill('SIGCONT'); child.kill('SIGKILL') })
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -351,19 +354,18 @@ const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|route
 
 /**
  * Starts the real CLI (`dist/cli.js serve`) on a free port and waits for its "agent serving" log line; killed at
- * teardown. `nodeArgs` go to node before the script (`--import` a module hook, say). `where` runs another build of
+ * teardown with anything it started (test/processes.ts). `nodeArgs` go to node before the script (`--import` a module hook, say). `where` runs another build of
  * the CLI (`cli`, the image's tree) from another folder (`cwd`, default the test's folder).
  */
 export async function serve (t: { teardown (fn: () => unknown): void, testdirName: string }, args: string[], env: Record<string, string> = {},
   nodeArgs: string[] = [], where: { cli?: string, cwd?: string } = {}): Promise<Served> {
-  const child = spawn(process.execPath, [...nodeArgs, where.cli ?? CLI, 'serve', '--port', '0', ...args], {
+  const child = spawnChild(t, process.execPath, [...nodeArgs, where.cli ?? CLI, 'serve', '--port', '0', ...args], {
     cwd: where.cwd ?? t.testdirName,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', _TAPJS_PROCESSINFO_COV_EXCLUDE_: CHILD_COVERAGE_EXCLUDE, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const logs: string[] = []
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   const url = await new Promise<string>((resolve, reject) => {
     let buf = ''
     child.stdout?.on('data', chunk => {

@@ -3,13 +3,12 @@
 // with /app standing for the stage's folder), then the runtime stage started as its ENTRYPOINT and CMD say, with the
 // gRPC binding on. An image built with a step of `npm run build` missing (the protos not copied beside dist/) fails
 // here as it would fail in a container.
-import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
-import { serve } from './helper.js'
+import { runChild, serve } from './helper.js'
 import { grpcClients, unary } from './routes/grpc-client.js'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
@@ -29,8 +28,11 @@ function stagesOf (dockerfile: string): Stage[] {
   return stages
 }
 
-/** Replays a stage in `dir` (its /app); `from` maps a stage name to its folder. Returns its ENV and start command. */
-function replay (stage: Stage, dir: string, from: Map<string, string>): { env: Record<string, string>, command: string[] } {
+/**
+ * Replays a stage in `dir` (its /app); `from` maps a stage name to its folder. Returns its ENV and start command. Its
+ * RUN steps are children of `t` (test/processes.ts): a build cut short by a timeout is not left running.
+ */
+async function replay (t: Test, stage: Stage, dir: string, from: Map<string, string>): Promise<{ env: Record<string, string>, command: string[] }> {
   const env: Record<string, string> = {}
   let entrypoint: string[] = []
   let cmd: string[] = []
@@ -56,7 +58,7 @@ function replay (stage: Stage, dir: string, from: Map<string, string>): { env: R
         } else if (/^(npm cache|chown)\b/.test(part)) {
           // Nothing to do outside a container: no npm cache in the image, no user to own the folder.
         } else {
-          const run = spawnSync('sh', ['-c', part.replaceAll('/app', dir)], { cwd: dir, encoding: 'utf8' })
+          const run = await runChild(t, 'sh', ['-c', part.replaceAll('/app', dir)], { cwd: dir })
           if (run.status !== 0) throw new Error(`RUN ${part} failed (${run.status}): ${run.stdout}${run.stderr}`)
         }
       }
@@ -85,12 +87,12 @@ t.test("the image's file tree, built by the Dockerfile's steps, starts with the 
   const root = t.testdir({})
   const folders = new Map<string, string>()
   const build = join(root, 'build')
-  replay(stages[0], build, folders)
+  await replay(t, stages[0], build, folders)
   folders.set(stages[0].name as string, build)
   t.ok(existsSync(join(build, 'dist/schemas/proto')), 'the build put the protos beside dist/')
 
   const app = join(root, 'app')
-  const { env, command } = replay(stages[1], app, folders)
+  const { env, command } = await replay(t, stages[1], app, folders)
   t.same(command, ['node', 'dist/cli.js', 'serve'])
   t.notOk(existsSync(join(app, 'services')), 'the runtime stage holds no sources')
   const grpcPort = await freePort()

@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { runChild } from './processes.js'
 
 // A smoke run of `npm run profile` at its smallest, pinned: the server runs under load with --cpu-prof, the profile
 // is written, and its top functions are printed. What they are is never asserted: that depends on the machine.
@@ -12,10 +12,8 @@ t.test('a one-second pinned profile writes a .cpuprofile and prints the top func
   const dir = t.testdir({})
   // The profiled server records no coverage of its own (the in-process tests cover it).
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-  const { code, stdout } = await new Promise<{ code: number | null, stdout: string }>(resolve => {
-    const child = execFile(process.execPath, [PROFILE, '--seconds', '1', '--connections', '4', '--top', '5', '--pin', '--dir', dir],
-      { env, encoding: 'utf8', timeout: 60_000 }, (_err, stdout) => resolve({ code: child.exitCode, stdout }))
-  })
+  const { status: code, stdout } = await runChild(t, process.execPath, [PROFILE, '--seconds', '1', '--connections', '4', '--top', '5', '--pin', '--dir', dir],
+    { env, timeoutMs: 60_000 })
   t.equal(code, 0, stdout)
   t.match(stdout, /^message\/send: \d+ req\/s under the profiler, p99 \d+ ms$/m)
   // One profile per thread (the test runner's loader hooks run on a thread of their own); the largest is named.

@@ -1,12 +1,12 @@
 // The test command's Redis (scripts/with-redis.js): the one A2A_TEST_REDIS_URL names, or a throwaway redis-server it
 // starts and stops, or one line on how to install redis-server. Run as `npm test` runs it, in a process of its own.
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect, createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { hasRedisServer, ping, startRedis } from '../scripts/redis-server.js'
 import { TEST_REDIS, clearDb, privateRedis, silentServer, until } from './helper.js'
+import { runChild, spawnChild, type ChildRun, type Teardown } from './processes.js'
 
 const WRAPPER = fileURLToPath(new URL('../scripts/with-redis.js', import.meta.url))
 // What the wrapper runs in these tests: prints the URL it was given, what a Redis there answers to PING, and whether
@@ -18,16 +18,9 @@ socket.on('error', err => { console.log(process.env.A2A_TEST_REDIS_URL + ' ' + e
 socket.on('data', data => { console.log(process.env.A2A_TEST_REDIS_URL + ' ' + String(data).trim() + ' ' + owned); process.exit(Number(process.env.EXIT_WITH ?? 0)) })
 socket.write('PING\\r\\n')`
 
-interface Run { status: number | null, stdout: string, stderr: string }
-
 // The wrapper records no coverage: like the bench's scripts, it is a tool around the suite, not the server.
-function wrap (args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, [WRAPPER, ...args], { env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env } })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', chunk => { stdout += chunk })
-  child.stderr.on('data', chunk => { stderr += chunk })
-  return new Promise(resolve => child.once('close', status => resolve({ status, stdout, stderr })))
+function wrap (t: Teardown, args: string[], env: Record<string, string> = {}): Promise<ChildRun> {
+  return runChild(t, process.execPath, [WRAPPER, ...args], { env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env } })
 }
 
 async function closedPort (): Promise<number> {
@@ -53,7 +46,7 @@ async function listening (port: number): Promise<boolean> {
 }
 
 t.test('the Redis A2A_TEST_REDIS_URL names is used, as given, and the command\'s status is the exit status', async t => {
-  const run = await wrap(['node', '-e', PROBE], { A2A_TEST_REDIS_URL: TEST_REDIS.url, A2A_TEST_REDIS_OWNED: '1', EXIT_WITH: '3' })
+  const run = await wrap(t, ['node', '-e', PROBE], { A2A_TEST_REDIS_URL: TEST_REDIS.url, A2A_TEST_REDIS_OWNED: '1', EXIT_WITH: '3' })
   t.equal(run.status, 3)
   t.equal(run.stdout, `${TEST_REDIS.url} +PONG given\n`, 'a Redis the run did not start is never the tests\' to empty')
   t.equal(run.stderr, '')
@@ -62,7 +55,7 @@ t.test('the Redis A2A_TEST_REDIS_URL names is used, as given, and the command\'s
 t.test('a Redis named in A2A_TEST_REDIS_URL that does not answer fails the run at once, in one line', async t => {
   const silent = `redis://127.0.0.1:${await silentServer(t)}`
   for (const wanted of [`redis://127.0.0.1:${await closedPort()}`, silent]) {
-    const run = await wrap(['node', '-e', PROBE], { A2A_TEST_REDIS_URL: wanted })
+    const run = await wrap(t, ['node', '-e', PROBE], { A2A_TEST_REDIS_URL: wanted })
     t.equal(run.status, 1, wanted)
     t.equal(run.stdout, '', 'the command never ran')
     t.equal(run.stderr, `No Redis answers at ${wanted} (A2A_TEST_REDIS_URL): start it, or unset the variable to let the run ` +
@@ -71,7 +64,7 @@ t.test('a Redis named in A2A_TEST_REDIS_URL that does not answer fails the run a
 })
 
 t.test('without A2A_TEST_REDIS_URL, a throwaway redis-server serves the run, is the tests\' own, and is stopped at its end', async t => {
-  const run = await wrap(['node', '-e', PROBE], { A2A_TEST_REDIS_URL: '' })
+  const run = await wrap(t, ['node', '-e', PROBE], { A2A_TEST_REDIS_URL: '' })
   t.equal(run.status, 0)
   const [url, reply, owned] = run.stdout.trim().split(' ')
   t.equal(new URL(url).hostname, '127.0.0.1')
@@ -84,7 +77,7 @@ t.test('without A2A_TEST_REDIS_URL, a throwaway redis-server serves the run, is 
 })
 
 t.test('without redis-server on the PATH it fails at once with one line on how to install it', async t => {
-  const run = await wrap([process.execPath, '-e', 'console.log("ran")'], { PATH: '/nonexistent' })
+  const run = await wrap(t, [process.execPath, '-e', 'console.log("ran")'], { PATH: '/nonexistent' })
   t.equal(run.status, 1)
   t.equal(run.stdout, '', 'the command never ran')
   t.equal(run.stderr, 'The tests need redis-server on the PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; ' +
@@ -92,19 +85,19 @@ t.test('without redis-server on the PATH it fails at once with one line on how t
 })
 
 t.test('a missing command and a missing argument are errors of their own', async t => {
-  const none = await wrap([])
+  const none = await wrap(t, [])
   t.equal(none.status, 2)
   t.equal(none.stderr, 'usage: node scripts/with-redis.js COMMAND [ARGS...]\n')
-  const unknown = await wrap(['no-such-command-a2a'], { A2A_TEST_REDIS_URL: TEST_REDIS.url })
+  const unknown = await wrap(t, ['no-such-command-a2a'], { A2A_TEST_REDIS_URL: TEST_REDIS.url })
   t.equal(unknown.status, 127)
   t.match(unknown.stderr, /^no-such-command-a2a: spawn no-such-command-a2a ENOENT\n$/)
 })
 
 t.test('SIGTERM to the wrapper reaches the command; the exit status says which signal ended it', async t => {
-  const child = spawn(process.execPath, [WRAPPER, 'node', '-e', 'console.log(process.pid); setInterval(() => {}, 1000)'],
+  const child = spawnChild(t, process.execPath, [WRAPPER, 'node', '-e', 'console.log(process.pid); setInterval(() => {}, 1000)'],
     { env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', A2A_TEST_REDIS_URL: TEST_REDIS.url } })
   let stdout = ''
-  child.stdout.on('data', chunk => { stdout += chunk })
+  child.stdout?.on('data', chunk => { stdout += chunk })
   const closed = once(child, 'close')
   await until(() => stdout.endsWith('\n'), 2000)
   const pid = Number(stdout.trim())
