@@ -5,14 +5,14 @@
 // and SendStreamingMessage (v1.0) and v0.3's SendMessage with bytes this test encodes; and the old default
 // `grpc://<host>:<port>` is shown to be one grpcio cannot dial. Skipped, with the reason, without python3 and grpcio
 // (`PYTHON` names another interpreter, a virtualenv's for one).
-import { execFile, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { loadSync } from '@grpc/proto-loader'
 import { protoPath as healthProto } from 'grpc-health-check'
 import t from 'tap'
 import { LOAD_OPTIONS, V03_SERVICE, V1_SERVICE, a2aProtos } from '../../services/grpc/protos.js'
 import { freePort } from '../../scripts/redis-server.js'
-import { listenGrpc } from '../helper.js'
+import { listenGrpc, spawnChild, type Teardown } from '../helper.js'
 import { executor } from './sdk-v1.js'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/python/a2a_sdk_grpc_client.py', import.meta.url))
@@ -53,20 +53,22 @@ function requests (): Record<string, string> {
   }
 }
 
-/** Runs the script against the agent at `base`: its JSON answer. */
-async function python (base: string): Promise<any> {
-  return await new Promise((resolve, reject) => {
-    const child = execFile(PYTHON, [SCRIPT, base], { timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error === null) resolve(JSON.parse(stdout))
-      else reject(new Error(`${error.message}\n${stderr}`))
-    })
-    child.stdin?.end(JSON.stringify(requests()))
-  })
+/** Runs the script against the agent at `base` (its process group killed at teardown): its JSON answer. */
+async function python (t: Teardown, base: string): Promise<any> {
+  const child = spawnChild(t, PYTHON, [SCRIPT, base], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stdin?.end(JSON.stringify(requests()))
+  const code = await new Promise(resolve => child.on('close', resolve))
+  if (code !== 0) throw new Error(`${PYTHON} exited with ${code}\n${stderr}`)
+  return JSON.parse(stdout)
 }
 
 t.test('the Python a2a-sdk 1.x way: the card\'s default gRPC URL, as it is, is grpc.aio.insecure_channel\'s target', { skip }, async t => {
   const { app, url, target } = await listenGrpc(t, { executor, config: { protocol: { grpc: { advertised_url: '' } } } })
-  const out = await python(url)
+  const out = await python(t, url)
   t.same(out.urls, { '1.0': target, 0.3: target }, 'both GRPC entries list <host>:<port>')
   t.equal(out.error, undefined, `every call answered (grpcio ${out.grpcio as string})`)
   t.same(decode(health, out.health), { status: 'SERVING' }, 'grpc.health.v1 Check')
@@ -88,7 +90,7 @@ t.test('the Python a2a-sdk 1.x way: the card\'s default gRPC URL, as it is, is g
 t.test('grpcio cannot dial the old default grpc://<host>:<port>, though the port serves', { skip }, async t => {
   const port = await freePort()
   const { url } = await listenGrpc(t, { executor, config: { protocol: { grpc: { port, advertised_url: `grpc://127.0.0.1:${port}` } } } })
-  const out = await python(url)
+  const out = await python(t, url)
   t.equal(out.urls['1.0'], `grpc://127.0.0.1:${port}`)
   t.equal(out.health, undefined, 'not even the health check')
   t.match(out.error, { code: 'UNAVAILABLE', details: /resol/i }, 'grpc core finds no name in it ("errors resolving" in 1.84, "DNS resolution failed" in 1.51)')
