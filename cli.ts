@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { buildAgentCard } from './services/a2a/agent-card.js'
+import { LOG_FORMATS, type LogFormat } from './services/kernel/logger.js'
 import {
   isConfigError,
   loadConfig,
@@ -44,7 +45,7 @@ Options:
 
 The env variables HOST, PORT, LOG_LEVEL and REDIS_URL override the config file; flags override both.`
 
-const SERVE_USAGE = `Usage: fastify-a2a serve [--config FILE] [--host H] [--port N] [--log-level L]
+const SERVE_USAGE = `Usage: fastify-a2a serve [--config FILE] [--host H] [--port N] [--log-level L] [--log-format F]
 
 Start the standalone server. SIGINT or SIGTERM drains it and exits.
 
@@ -52,7 +53,9 @@ Options:
 ${CONFIG_HELP}
   --host H            the address to listen on (overrides server.host and $HOST)
   -p, --port N        the port to listen on, 0 for any free one (overrides server.port and $PORT)
-  --log-level L       fatal, error, warn, info, debug, trace or silent (overrides server.log_level and $LOG_LEVEL)`
+  --log-level L       fatal, error, warn, info, debug, trace or silent (overrides server.log_level and $LOG_LEVEL)
+  --log-format F      json, pretty (readable lines, one per request) or auto: pretty when stdout is a terminal
+                      outside CI, else json; default: $A2A_LOG_FORMAT, else auto`
 
 const SINK_USAGE = `Usage: fastify-a2a webhook-sink [--host H] [--port N] [--secret S]
 
@@ -69,7 +72,14 @@ Options:
 const COMMANDS = new Map<string, Command>([
   ['serve', {
     usage: SERVE_USAGE,
-    options: { ...CONFIG, ...HELP, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'log-level': { type: 'string' } },
+    options: {
+      ...CONFIG,
+      ...HELP,
+      host: { type: 'string' },
+      port: { type: 'string', short: 'p' },
+      'log-level': { type: 'string' },
+      'log-format': { type: 'string' }
+    },
     run: serve
   }],
   ['validate', {
@@ -139,6 +149,11 @@ function portOf (values: Values, usage: string): number | undefined | null {
 async function serve (values: Values): Promise<number> {
   const port = portOf(values, SERVE_USAGE)
   if (port === null) return 2
+  // An empty $A2A_LOG_FORMAT counts as unset, as an empty $A2A_CONFIG does.
+  const logFormat = (values['log-format'] as string | undefined) ?? (process.env.A2A_LOG_FORMAT || 'auto')
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) {
+    return usageError(`--log-format (or $A2A_LOG_FORMAT) must be auto, json or pretty, not "${logFormat}"`, SERVE_USAGE)
+  }
   const overrides = {
     host: values.host as string | undefined,
     port,
@@ -149,7 +164,7 @@ async function serve (values: Values): Promise<number> {
   // Imported here so that the other commands do not load the server.
   const { startServer } = await import('./server.js')
   try {
-    await startServer(loaded.config, { configPath: loaded.path })
+    await startServer(loaded.config, { configPath: loaded.path, logFormat: logFormat as LogFormat })
   } catch (err) {
     // A start that cannot listen: one line, no stack (the server has closed everything it opened).
     /* c8 ignore next -- a start fails only to listen: anything else is a bug and must surface with its stack */

@@ -24,6 +24,7 @@ import jsonRpcRoutes from './routes/json-rpc.js'
 import wellKnownRoutes from './routes/well-known.js'
 import metricsRoutes from './routes/metrics.js'
 import consoleRoutes from './routes/console.js'
+import rootRoutes from './routes/root.js'
 import type { GrpcHandle } from './plugins/grpc.js'
 import { ConsoleSinks, consoleEnabled } from './services/console/sinks.js'
 
@@ -132,6 +133,8 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     checks: readinessChecks(fastify)
   })
   if (sinks !== undefined) await fastify.register(consoleRoutes, { prefix: routePrefix, sinks })
+  // GET / (POST / is JSON-RPC's): public, outside the JSON-RPC context and its authentication.
+  await fastify.register(rootRoutes, { prefix: routePrefix, config, base: routePrefix })
 }
 
 /**

@@ -1,12 +1,16 @@
 import closeWithGrace from 'close-with-grace'
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type { Logger as PinoLogger } from 'pino'
+import Fastify, {
+  LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions
+} from 'fastify'
+import { stdSerializers, type Logger as PinoLogger, type SerializedError } from 'pino'
 import a2a from './index.js'
 import { restFallbacks } from './routes/rest-fallback.js'
 import { hostPort, listenFailure } from './services/serving/listen-failure.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { LazyChildLogger } from './services/kernel/lazy-logger.js'
+import { logFormatOf, prettyStream, type LogFormat } from './services/kernel/logger.js'
+import { isConnectionError } from './services/redis/outage.js'
 
 export interface ServerOptions {
   /** The config file the configuration came from, for the start-up log line. */
@@ -15,6 +19,11 @@ export interface ServerOptions {
   executor?: AgentExecutor
   /** Where logs go (tests). Default stdout. */
   logStream?: NodeJS.WritableStream
+  /**
+   * `json` (the default): pino's JSON lines, two per request. `pretty`: readable lines, one per request. `auto`:
+   * `pretty` when stdout is a terminal outside CI and no `logStream` is given (the CLI's default), else `json`.
+   */
+  logFormat?: LogFormat
 }
 
 /** Log paths that can carry secrets: censored even though we never log them on purpose (CONTRACT.md §9). */
@@ -42,6 +51,30 @@ const IDLE_MARGIN_S = 5
 const KEEP_ALIVE_TIMEOUT_MS = 72_000
 
 /**
+ * Pino's error serializer, less the stack of an error that only says Redis cannot be reached: ioredis' socket
+ * callbacks, or the store call that gave up, tell nothing more, and the outage is reported on its own
+ * (services/redis/outage.ts).
+ */
+function serializeError (err: Error): SerializedError {
+  const serialized = stdSerializers.err(err)
+  if (isConnectionError(err) || (err as { code?: unknown }).code === 'A2A_ERR_STORAGE_UNAVAILABLE') {
+    delete (serialized as Partial<SerializedError>).stack
+  }
+  return serialized
+}
+
+/** One line per answered request (pretty format): Fastify's `request completed`, with the request's method and url. */
+class OneLinePerRequest extends LogController {
+  override incomingRequest (): void {}
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
+  }
+}
+
+/**
  * `server.trust_proxy`, or `server.proxy_hops`, as Fastify's `trustProxy`. A hop count trusts that many addresses
  * from the socket's end of X-Forwarded-For (1: the address the proxy in front added, never what the client wrote
  * before it); Fastify itself trusts nothing for a number, so it is given as a function.
@@ -56,12 +89,16 @@ function trustProxy (server: A2AConfig['server']): boolean | string[] | ((addres
 export async function createServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
   // What Fastify answers before any route runs gets the HTTP+JSON binding's error body on its paths (CONTRACT.md §12).
   const fallbacks = config.protocol.rest ? restFallbacks() : undefined
+  const format = logFormatOf(opts.logFormat ?? 'json', { isTTY: opts.logStream === undefined && process.stdout.isTTY, env: process.env })
+  const stream = format === 'pretty' ? await prettyStream(opts.logStream) : opts.logStream
   const logger: FastifyServerOptions['logger'] = {
     level: config.server.log_level,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' }
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError }
   }
   const app = Fastify({
-    logger: opts.logStream === undefined ? logger : { ...logger, stream: opts.logStream },
+    logger: stream === undefined ? logger : { ...logger, stream },
+    logController: format === 'pretty' ? new OneLinePerRequest() : undefined,
     bodyLimit: config.server.max_request_size,
     // The time to receive a whole request; a response (an SSE stream included) is not cut by it.
     requestTimeout: config.server.request_timeout * 1000,

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { createServer } from '../server.js'
 import { validateConfig } from '../services/config/load.js'
+import { StorageUnavailable } from '../services/kernel/errors.js'
 
 function capture () {
   const chunks: string[] = []
@@ -104,11 +105,51 @@ t.test('row 17: Fastify\'s own refusals on v1.0 REST paths are google.rpc.Status
   t.match(v03.json(), { code: -32600 })
   t.match((await app.inject('/v1/no/such')).json(), { code: -32601 })
   t.equal((await app.inject('/v1/tasks/%zz')).statusCode, 400)
-  const rpc = await app.inject('/')
-  t.equal(rpc.statusCode, 404, 'GET / (the JSON-RPC endpoint) keeps Fastify\'s answer')
-  t.match(rpc.json(), { error: 'Not Found', statusCode: 404 })
+  const root = await app.inject('/')
+  t.equal(root.statusCode, 200, 'GET / (POST / is the JSON-RPC endpoint) says where things are')
+  t.match(root.json(), { name: 'Echo Agent', links: { card: '/.well-known/agent-card.json' } })
 
   const off = await createServer(validateConfig({ server: { log_level: 'silent' }, protocol: { rest: false } }))
   t.teardown(() => off.close())
   t.match((await off.inject('/no/such/route')).json(), { error: 'Not Found', statusCode: 404 }, 'without REST, Fastify\'s 404')
+})
+
+t.test('the pretty format writes one readable line per request; json keeps Fastify\'s two', async t => {
+  const pretty = capture()
+  const app = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: pretty.stream, logFormat: 'pretty' })
+  app.get('/after', async () => 'ok')
+  app.addHook('onResponse', async request => { if (request.url === '/after') throw new Error('an onResponse hook failed') })
+  t.teardown(() => app.close())
+  await app.inject('/health')
+  await app.inject('/after')
+  const lines = pretty.text().trimEnd().split('\n')
+  t.match(lines[0], /^\[[\d:.]+\] WARN: security is off/)
+  t.match(lines[1], /^\[[\d:.]+\] INFO: GET \/health 200 \d+\.\d ms \{"reqId":"req-1"\}$/)
+  t.match(lines[2], /^\[[\d:.]+\] ERROR: GET \/after 200 \d+\.\d ms request errored \{"reqId":"req-2"\}$/)
+  t.match(pretty.text(), /an onResponse hook failed/, 'with the error below it')
+  t.notMatch(pretty.text(), /incoming request/)
+
+  const json = capture()
+  const plain = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: json.stream, logFormat: 'auto' })
+  t.teardown(() => plain.close())
+  await plain.inject('/health')
+  const entries = json.text().trimEnd().split('\n').map(line => JSON.parse(line))
+  t.same(entries.filter(e => e.reqId !== undefined).map(e => e.msg), ['incoming request', 'request completed'], 'auto with a log stream is json')
+})
+
+t.test('errors that only say Redis cannot be reached are logged without a stack; others keep theirs', async t => {
+  const logs = capture()
+  const app = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: logs.stream })
+  t.teardown(() => app.close())
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6399'), { code: 'ECONNREFUSED', syscall: 'connect' })
+  app.log.warn({ err: refused }, 'refused')
+  app.log.warn({ err: new StorageUnavailable('redis unreachable') }, 'unavailable')
+  app.log.warn({ err: new Error('a bug') }, 'bug')
+  const lines = logs.text().trimEnd().split('\n').map(line => JSON.parse(line))
+  const by = (msg: string) => lines.find(l => l.msg === msg)
+  t.match(by('refused').err, { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:6399', code: 'ECONNREFUSED', syscall: 'connect' })
+  t.notOk('stack' in by('refused').err)
+  t.match(by('unavailable').err, { code: 'A2A_ERR_STORAGE_UNAVAILABLE', message: 'Storage unavailable: redis unreachable' })
+  t.notOk('stack' in by('unavailable').err)
+  t.match(by('bug').err.stack, /^Error: a bug\n\s+at /)
 })

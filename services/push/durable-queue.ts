@@ -3,6 +3,7 @@ import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../kernel/logger.js'
 import { quitWithin } from '../redis/client.js'
+import { logUnlessConnectionError } from '../redis/outage.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 
@@ -75,7 +76,9 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     this.#opts = opts
     this.#linkPrefix = `${opts.prefix}:last:`
     this.#queue = new Queue<DeliveryJob>(QUEUE_NAME, { connection: opts.client, prefix: opts.prefix })
-    this.#queue.on('error', err => opts.log.warn({ err }, 'webhook queue error'))
+    // Redis being unreachable is reported once per interval by the client's owner (services/redis/outage.ts), not
+    // here once per attempt of each of the queue's connections.
+    this.#queue.on('error', logUnlessConnectionError(opts.log, 'webhook queue error'))
     // Workers block on Redis: BullMQ needs a connection that retries forever and has no command timeout.
     this.#workerClient = opts.client.duplicate({ maxRetriesPerRequest: null, commandTimeout: undefined, enableOfflineQueue: true })
     this.#workerClient.on('error', () => {})
@@ -91,7 +94,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
           opts.notifier.retryDelay(attemptsMade, (err as { retryAfter?: number } | undefined)?.retryAfter)
       }
     })
-    this.#worker.on('error', err => opts.log.warn({ err }, 'webhook worker error'))
+    this.#worker.on('error', logUnlessConnectionError(opts.log, 'webhook worker error'))
   }
 
   async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void> {

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import type { CacheService } from '../../schemas/config.js'
 import type { Logger } from '../kernel/logger.js'
+import { OutageReport } from './outage.js'
 
 export interface RedisClientOptions {
   /** How long one connection attempt may take, in ms. Default 2000. */
@@ -10,7 +11,11 @@ export interface RedisClientOptions {
    * disconnected counts too). Default 2000: with a 1 s reconnect delay, a request fails within CONTRACT.md §8.1's 3 s.
    */
   commandTimeoutMs?: number
-  /** Gets one warning per outage (and a note when it ends). Without it, connection errors are left to the owner. */
+  /**
+   * Gets the outage report: a warning when the connection fails, repeated at growing intervals while it stays down
+   * (never one per attempt, never a stack), and a note when it is back. Without it, connection errors are left to
+   * the owner.
+   */
   log?: Logger
 }
 
@@ -47,18 +52,11 @@ export function createRedisClient (service: CacheService, opts: RedisClientOptio
 
   client.on('connect', () => { batchWrites(client.stream) })
   // A listener is always attached: without one, ioredis prints every failed reconnect attempt to stderr.
-  // Callers see outages as StorageUnavailable from the stores and as 503 from `/ready`.
-  let down = false
-  client.on('error', (err: Error) => {
-    if (down) return
-    down = true
-    opts.log?.warn({ err }, 'redis connection lost')
-  })
-  client.on('ready', () => {
-    if (!down) return
-    down = false
-    opts.log?.info('redis connection restored')
-  })
+  // Callers see outages as StorageUnavailable from the stores and as 503 from `/ready`. The other connections to the
+  // same Redis (the event bus' subscriber, the webhook queue's) leave their connection errors to this report.
+  const report = opts.log === undefined ? undefined : new OutageReport({ log: opts.log, url: service.url, retryMs: MAX_RECONNECT_DELAY_MS })
+  client.on('error', (err: Error) => { report?.failed(err) })
+  client.on('ready', () => { report?.restored() })
   return client
 }
 

@@ -253,10 +253,11 @@ t.test('over HTTP/2 an answer sent while the server closes goes out without a co
   t.same(warnings, [])
 })
 
-t.test('the route answers only POST; the host\'s 404 handles the rest', async t => {
+t.test('the route answers only POST (GET / is the agent\'s own page, routes/root.ts); the host\'s 404 handles the rest', async t => {
   const app = await build(t)
-  const res = await app.inject({ method: 'GET', url: '/' })
-  t.equal(res.statusCode, 404)
+  for (const method of ['PUT', 'DELETE', 'PATCH'] as const) {
+    t.equal((await app.inject({ method, url: '/' })).statusCode, 404, method)
+  }
 })
 
 t.test('a host hook failing inside the agent route gets a JSON-RPC body: 4xx as -32600, 5xx as -32603', async t => {
