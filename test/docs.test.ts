@@ -9,6 +9,7 @@ import t from 'tap'
 import { ConfigSchema } from '../schemas/config.js'
 import { signatureHeaders, signingKey } from '../services/push/signing.js'
 import { configKeys } from './config-keys.js'
+import { snippet } from './doc-snippets.js'
 
 const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
 const README = read('README.md')
@@ -157,10 +158,8 @@ t.test('the link check fails where it should: a missing heading, a missing file'
 })
 
 t.test("the docs' signature check accepts what the server signs, and nothing else", async t => {
-  const push = read('docs/push-notifications.md')
-  const start = push.indexOf('## Verifying a signature')
-  const code = /```js\n([\s\S]*?)```/.exec(push.slice(start))?.[1]
-  t.ok(code?.includes('function verify'), 'the snippet defines verify')
+  const code = snippet('verify-signature')
+  t.ok(code.includes('function verify'), 'the snippet defines verify')
   const file = join(t.testdir({}), 'verify.mjs')
   writeFileSync(file, `${code}\nexport { verify }\n`)
   const { verify } = await import(pathToFileURL(file).href)
@@ -182,8 +181,7 @@ t.test("the docs' client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x
   const { url: a2aUrl } = await listen(t, { config: { protocol: { dialect: 'a2a' } } })
   const section = read('docs/clients.md')
   t.match(section, /```yaml\nprotocol:\n {2}dialect: a2a\n```/, 'the setting the v0.3 clients need')
-  const [v1, v03, v03Stream] = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map(m => m[1])
-  t.ok(v03Stream, 'three snippets')
+  const [v1, v03, v03Stream] = [snippet('client-v1'), snippet('client-v03'), snippet('client-v03-stream')]
   const at = (code: string, base: string) => code.replaceAll('http://127.0.0.1:8000', base)
   // The suite has 1.x installed as @a2a-js/sdk-v1 beside 0.3.x; a user of the snippet has it as @a2a-js/sdk.
   const dir = t.testdir({

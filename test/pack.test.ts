@@ -1,12 +1,13 @@
 // The published package: `npm pack`, installed into a fresh project outside the repository, then used the two
 // ways a user does: `npx fastify-a2a …` and `import a2a from 'fastify-a2a'` in a project with its own Fastify.
-import { execFile, spawn } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
-import { rpc, userMessage } from './helper.js'
+import t, { type Test } from 'tap'
+import { freePort } from '../scripts/redis-server.js'
+import { snippet } from './doc-snippets.js'
+import { rpc, runChild, spawnChild, userMessage } from './helper.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const DIST = join(ROOT, 'dist')
@@ -32,18 +33,42 @@ ENV._TAPJS_PROCESSINFO_COVERAGE_ = '0'
 
 interface Result { status: number | null, stdout: string, stderr: string }
 
-function run (cmd: string, args: string[], cwd: string): Promise<Result> {
-  return new Promise(resolve => {
-    const child = execFile(cmd, args, { cwd, env: ENV, encoding: 'utf8', timeout: STEP_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (_err, stdout, stderr) => {
-      resolve({ status: child.exitCode, stdout, stderr })
-    })
-  })
+// Each step runs in a process group of its own (test/processes.ts), killed whole at STEP_TIMEOUT_MS, at the end of
+// the file and when the file times out: npm's own children (a prepack build, npx's node) never outlive it.
+async function run (cmd: string, args: string[], cwd: string): Promise<Result> {
+  const { status, stdout, stderr } = await runChild(t, cmd, args, { cwd, env: ENV, timeoutMs: STEP_TIMEOUT_MS })
+  return { status, stdout, stderr }
 }
 
 function filesUnder (dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter(entry => entry.isFile())
     .map(entry => relative(ROOT, join(entry.parentPath, entry.name)).split('\\').join('/'))
+}
+
+/** The lock's entries a package needs: itself and, transitively, its dependencies as Node resolves them. */
+function lockClosure (start: string): Set<string> {
+  const out = new Set<string>()
+  const visit = (path: string): void => {
+    if (out.has(path)) return
+    out.add(path)
+    for (const name of Object.keys(LOCK.packages[path].dependencies ?? {})) {
+      // Nested first (`a/node_modules/b`), then each enclosing node_modules up to the root's.
+      let base = path
+      for (;;) {
+        const candidate = `${base === '' ? '' : `${base}/`}node_modules/${name}`
+        if (LOCK.packages[candidate] !== undefined) {
+          visit(candidate)
+          break
+        }
+        if (base === '') throw new Error(`${name}, needed by ${path}, is not in package-lock.json`)
+        const up = base.lastIndexOf('/node_modules/')
+        base = up < 0 ? '' : base.slice(0, up)
+      }
+    }
+  }
+  visit(start)
+  return out
 }
 
 if (!existsSync(join(DIST, 'cli.js')) || !existsSync(join(DIST, 'index.js'))) {
@@ -97,13 +122,20 @@ t.test('the tarball installs offline into a fresh project, with the production d
   // The npm cache holds the dependencies' tarballs (the repository's `npm ci` put them there) but not their registry
   // metadata, so `npm install <tarball> --offline` cannot resolve version ranges. A lockfile made of the repository
   // lock's production entries pins the same versions; `npm ci --offline` then installs them from the cache alone.
-  const dependencies = { 'fastify-a2a': `file:${tarball}`, fastify: PACKAGE.dependencies.fastify }
+  // Fastify is a peer dependency (a dev dependency of the repository), so its entries come from the lock as well.
+  const dependencies = { 'fastify-a2a': `file:${tarball}`, fastify: PACKAGE.peerDependencies.fastify }
   const packages: Record<string, unknown> = { '': { name: 'packed-app', version: '1.0.0', dependencies } }
   for (const [path, entry] of Object.entries<{ dev?: boolean }>(LOCK.packages)) {
     if (path !== '' && entry.dev !== true) packages[path] = entry
   }
+  for (const path of lockClosure('node_modules/fastify')) packages[path] = { ...LOCK.packages[path], dev: undefined }
   packages['node_modules/fastify-a2a'] = {
-    version: PACKAGE.version, resolved: `file:${tarball}`, dependencies: PACKAGE.dependencies, bin: PACKAGE.bin, engines: PACKAGE.engines
+    version: PACKAGE.version,
+    resolved: `file:${tarball}`,
+    dependencies: PACKAGE.dependencies,
+    peerDependencies: PACKAGE.peerDependencies,
+    bin: PACKAGE.bin,
+    engines: PACKAGE.engines
   }
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'packed-app', version: '1.0.0', private: true, type: 'module', dependencies }))
   writeFileSync(join(dir, 'package-lock.json'), JSON.stringify({ name: 'packed-app', version: '1.0.0', lockfileVersion: 3, requires: true, packages }))
@@ -137,7 +169,7 @@ t.test('npx fastify-a2a init writes agent.yml, which validate accepts and card r
 })
 
 t.test('npx fastify-a2a serve answers over HTTP and exits 0 on SIGTERM', async t => {
-  const child = spawn('npx', ['--no', '--', 'fastify-a2a', 'serve', '--port', '0'], {
+  const child = spawnChild(t, 'npx', ['--no', '--', 'fastify-a2a', 'serve', '--port', '0'], {
     cwd: dir, env: { ...ENV, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe']
   })
   let serverPid = 0
@@ -151,11 +183,11 @@ t.test('npx fastify-a2a serve answers over HTTP and exits 0 on SIGTERM', async t
   })
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   // npx runs the bin in a child process of its own: the server's pid comes from its log line.
   const serving = await new Promise<{ address: string, pid: number, config: string }>((resolve, reject) => {
     let buf = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       buf += chunk
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const entry = JSON.parse(buf.slice(0, nl))
@@ -256,4 +288,71 @@ app.addHook('onRequest', async request => {
   }))
   const res = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], dir)
   t.equal(res.status, 0, res.stdout)
+})
+
+/** The docs' snippet at `file` in `folder` of the installed project, serving on a free port instead of `port`. */
+async function serveSnippet (folder: string, file: string, code: string, port: number): Promise<string> {
+  const free = await freePort()
+  mkdirSync(join(dir, folder), { recursive: true })
+  writeFileSync(join(dir, folder, file), code.replaceAll(`port: ${port}`, `port: ${free}`))
+  return `http://127.0.0.1:${free}`
+}
+
+/** Starts `node file` in `folder` and waits until `probe` answers 200; killed at teardown. */
+async function started (t: Test, folder: string, file: string, probe: string): Promise<void> {
+  const child = spawnChild(t, process.execPath, [file], { cwd: join(dir, folder), env: ENV, stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${file} exited with ${child.exitCode}: ${stderr}`)
+    const res = await fetch(probe).catch(() => null)
+    if (res?.status === 200) return
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+/** A message/send through JSON-RPC at `url`; the answer's result. */
+async function sendText (url: string, text: string): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage(text) })) })
+  return (await res.json() as { result: any }).result
+}
+
+const commonjs = JSON.stringify({ name: 'cjs-host', version: '1.0.0', type: 'commonjs' })
+
+t.test("the embedding page's CommonJS snippet runs in a CommonJS project: require('fastify-a2a')", async t => {
+  const base = await serveSnippet('cjs-js', 'server.js', snippet('embed-commonjs'), 8000)
+  writeFileSync(join(dir, 'cjs-js', 'package.json'), commonjs)
+  await started(t, 'cjs-js', 'server.js', `${base}/agent/.well-known/agent-card.json`)
+  t.match(await sendText(`${base}/agent`, 'from commonjs'), { status: { state: 'completed' }, artifacts: [{ parts: [{ text: 'from commonjs' }] }] })
+})
+
+t.test("the embedding page's CommonJS TypeScript snippet compiles with tsc --init's settings and runs", async t => {
+  const base = await serveSnippet('cjs-ts', 'server.ts', snippet('embed-commonjs-ts'), 8000)
+  writeFileSync(join(dir, 'cjs-ts', 'package.json'), commonjs)
+  // What `tsc --init` (TypeScript 5.9) writes, less the options about emitting declarations and JSX.
+  writeFileSync(join(dir, 'cjs-ts', 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { module: 'nodenext', target: 'esnext', types: [], strict: true, verbatimModuleSyntax: true, isolatedModules: true, moduleDetection: 'force', skipLibCheck: true, noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true }
+  }))
+  const compiled = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], join(dir, 'cjs-ts'))
+  t.equal(compiled.status, 0, compiled.stdout)
+  await started(t, 'cjs-ts', 'server.js', `${base}/agent/.well-known/agent-card.json`)
+  t.match(await sendText(`${base}/agent`, 'from typescript'), { status: { state: 'completed' } })
+})
+
+t.test("the embedding page's TypeScript examples compile in an ES module project and serve what they say", async t => {
+  const esm = { compilerOptions: { module: 'nodenext', target: 'es2022', types: [], strict: true, skipLibCheck: true } }
+  for (const [name, code, port, agentPath, text, answer] of [
+    ['esm-ts', snippet('embed-esm-ts'), 3000, '/agent', 'hello', 'You said: hello'],
+    ['word-reverser', snippet('embed-word-reverser'), 8000, '', 'hello world', 'olleh dlrow']
+  ] as const) {
+    const base = await serveSnippet(name, 'server.ts', code, port)
+    writeFileSync(join(dir, name, 'package.json'), JSON.stringify({ name, version: '1.0.0', type: 'module' }))
+    writeFileSync(join(dir, name, 'tsconfig.json'), JSON.stringify(esm))
+    const compiled = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], join(dir, name))
+    t.equal(compiled.status, 0, `${name}: ${compiled.stdout}`)
+    await started(t, name, 'server.js', `${base}${agentPath}/.well-known/agent-card.json`)
+    const result = await sendText(`${base}${agentPath}`, text)
+    t.equal(result.status.state, 'completed', name)
+    t.equal(result.artifacts.map((a: any) => a.parts.map((p: any) => p.text).join('')).join(''), answer, name)
+  }
 })
