@@ -1,7 +1,7 @@
 /* eslint-disable no-template-curly-in-string -- the strings hold ${VAR} references on purpose */
 // The built CLI end to end: init → validate → card on one file, and push tried by hand with `serve` and
 // `webhook-sink` (CONTRACT.md §1), each a real process over real HTTP.
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -10,7 +10,7 @@ import { parse, parseDocument } from 'yaml'
 import { buildAgentCard } from '../services/a2a/agent-card.js'
 import { validateConfig } from '../services/config/load.js'
 import { signatureHeaders, signingKey } from '../services/push/signing.js'
-import { CLI, rpc, serve, userMessage } from './helper.js'
+import { CLI, rpc, runChild, serve, spawnChild, userMessage } from './helper.js'
 
 const SECRET = 'whsec_Y2xpLWZsb3dzLXNpZ25pbmctc2VjcmV0'
 
@@ -20,12 +20,10 @@ for (const name of ['A2A_CONFIG', 'HOST', 'PORT', 'LOG_LEVEL', 'REDIS_URL', 'A2A
 
 interface Result { status: number | null, stdout: string, stderr: string }
 
-function run (cwd: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise(resolve => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd, env: { ...ENV, ...env }, encoding: 'utf8' }, (_err, stdout, stderr) => {
-      resolve({ status: child.exitCode, stdout, stderr })
-    })
-  })
+// Each run's process group is killed at the end of the file at the latest (test/processes.ts).
+async function run (cwd: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
+  const { status, stdout, stderr } = await runChild(t, process.execPath, [CLI, ...args], { cwd, env: { ...ENV, ...env } })
+  return { status, stdout, stderr }
 }
 
 interface Sink {
@@ -38,13 +36,12 @@ interface Sink {
 
 /** `fastify-a2a webhook-sink` on a free port; killed at teardown. */
 async function sink (t: Test, args: string[]): Promise<Sink> {
-  const child = spawn(process.execPath, [CLI, 'webhook-sink', '--port', '0', ...args], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const child = spawnChild(t, process.execPath, [CLI, 'webhook-sink', '--port', '0', ...args], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = once(child, 'exit') as Promise<[number | null, string | null]>
   let stdout = ''
   let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   const lines = () => stdout.split('\n').filter(line => line !== '')
   const waitFor = async (re: RegExp): Promise<string> => {
     for (;;) {

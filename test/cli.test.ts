@@ -1,10 +1,10 @@
-import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { initTemplate } from '../services/config/load.js'
+import { runChild, spawnChild } from './processes.js'
 
 // The build output: `npm test` builds before running tap.
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
@@ -17,12 +17,10 @@ for (const name of ['A2A_CONFIG', 'HOST', 'PORT', 'LOG_LEVEL', 'REDIS_URL']) del
 interface Result { status: number | null, stdout: string, stderr: string }
 
 // Runs the CLI; never rejects, a non-zero exit is in `status`.
-function run (cwd: string, ...args: string[]): Promise<Result> {
-  return new Promise(resolve => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd, env: ENV, encoding: 'utf8' }, (_err, stdout, stderr) => {
-      resolve({ status: child.exitCode, stdout, stderr })
-    })
-  })
+// Each run's process group is killed at the end of the file at the latest (test/processes.ts).
+async function run (cwd: string, ...args: string[]): Promise<Result> {
+  const { status, stdout, stderr } = await runChild(t, process.execPath, [CLI, ...args], { cwd, env: ENV })
+  return { status, stdout, stderr }
 }
 
 t.ok(existsSync(CLI), 'dist/cli.js exists (run `npm run build` first)')
@@ -174,14 +172,13 @@ t.test('webhook-sink refuses a bad port with its usage', async t => {
 
 t.test('webhook-sink prints its URL and each delivery, and exits 0 on SIGTERM and SIGINT', async t => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    const child = spawn(process.execPath, [CLI, 'webhook-sink', '--port', '0', '--secret', 'plain'], {
+    const child = spawnChild(t, process.execPath, [CLI, 'webhook-sink', '--port', '0', '--secret', 'plain'], {
       cwd: t.testdir({}), env: ENV, stdio: ['ignore', 'pipe', 'pipe']
     })
-    t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
     let stdout = ''
     let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     const exited = once(child, 'exit')
     const waitFor = async (re: RegExp): Promise<RegExpExecArray> => {
       for (let match = re.exec(stdout); ; match = re.exec(stdout)) {

@@ -1,9 +1,9 @@
 // The log format of `fastify-a2a serve` (the built CLI: `npm run build` first). On a terminal (a pseudo-terminal made
 // by util-linux `script`) it writes readable lines, one per request, and Ctrl-C stops it; `A2A_LOG_FORMAT` or
 // `--log-format` force either format; anything else is a usage error.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import t, { type Test } from 'tap'
-import { CLI } from './helper.js'
+import { CLI, spawnChild } from './helper.js'
 
 /** As test/helper.ts `serve`: the compiled copies of the library's folders record no coverage. */
 const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|routes|schemas)[\\/]/)
@@ -29,8 +29,8 @@ function run (t: Test, args: string[], opts: { terminal?: boolean, env?: Record<
   const env = { PATH: process.env.PATH, LOG_LEVEL: 'info', _TAPJS_PROCESSINFO_COV_EXCLUDE_: CHILD_COVERAGE_EXCLUDE, ...opts.env }
   const command = [process.execPath, CLI, ...args]
   const child = opts.terminal === true
-    ? spawn('script', ['-qfec', command.join(' '), '/dev/null'], { cwd: t.testdirName, env })
-    : spawn(command[0], command.slice(1), { cwd: t.testdirName, env })
+    ? spawnChild(t, 'script', ['-qfec', command.join(' '), '/dev/null'], { cwd: t.testdirName, env, stdio: 'pipe' }) as ChildProcessWithoutNullStreams
+    : spawnChild(t, command[0], command.slice(1), { cwd: t.testdirName, env, stdio: 'pipe' }) as ChildProcessWithoutNullStreams
   let text = ''
   const waiting = new Set<() => void>()
   const onData = (chunk: Buffer): void => {
@@ -46,8 +46,7 @@ function run (t: Test, args: string[], opts: { terminal?: boolean, env?: Record<
   })
   const killer = setTimeout(() => child.kill('SIGKILL'), GONE_WITHIN_MS)
   exited.then(() => clearTimeout(killer), () => {})
-  // A server left behind by a failed test: killing `script` closes the terminal, which hangs the server up too.
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  // A server left behind by a failed test: spawnChild kills its whole group (script and the server) at teardown.
   return {
     child,
     output: () => text,

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { CLI, receiver, rpc, serve, until, userMessage } from './helper.js'
+import { CLI, receiver, rpc, serve, spawnChild, until, userMessage } from './helper.js'
 
 async function post (url: string, body: unknown): Promise<any> {
   const res = await fetch(url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -107,9 +106,9 @@ t.test('flags override the environment, which overrides the file', async t => {
 
 t.test('serve with a bad config prints every problem and exits 1', async t => {
   const dir = t.testdir({ 'agent.yml': 'server:\n  port: -1\nbogus: 1\n' })
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', join(dir, 'agent.yml'), '--log-level', 'warn'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnChild(t, process.execPath, [CLI, 'serve', '--config', join(dir, 'agent.yml'), '--log-level', 'warn'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
-  child.stderr.on('data', chunk => { stderr += chunk })
+  child.stderr?.on('data', chunk => { stderr += chunk })
   const code = await new Promise(resolve => child.on('exit', resolve))
   t.equal(code, 1)
   t.match(stderr, /server\.port: must be >= 0/)

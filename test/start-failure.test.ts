@@ -2,14 +2,13 @@
 // with Redis. The built CLI (`npm run build` first) prints one line saying what failed and what to set, closes
 // everything it opened (Redis clients, the queue worker, the reaper, the outbox relay, the gRPC server), and exits 1
 // on its own: nothing is left to keep the process alive.
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type Server } from 'node:net'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
-import { CLI, kvcacheYaml, logCapture, privateRedis } from './helper.js'
+import { CLI, kvcacheYaml, logCapture, privateRedis, spawnChild } from './helper.js'
 
 /** As test/helper.ts `serve`: the compiled copies of the library's folders record no coverage. */
 const CHILD_COVERAGE_EXCLUDE = String(/[\\/](node_modules|services|plugins|routes|schemas)[\\/]/)
@@ -30,18 +29,17 @@ interface Run { code: number | null, stderr: string, stdout: string }
 async function serveToExit (t: Test, config: string, args: string[]): Promise<Run> {
   const dir = t.testdir({})
   writeFileSync(join(dir, 'agent.yml'), config)
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', 'agent.yml', ...args], {
+  const child = spawnChild(t, process.execPath, [CLI, 'serve', '--config', 'agent.yml', ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', _TAPJS_PROCESSINFO_COV_EXCLUDE_: CHILD_COVERAGE_EXCLUDE },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', chunk => { stdout += chunk })
-  child.stderr.on('data', chunk => { stderr += chunk })
+  child.stdout?.on('data', chunk => { stdout += chunk })
+  child.stderr?.on('data', chunk => { stderr += chunk })
   const timer = setTimeout(() => child.kill('SIGKILL'), GONE_WITHIN_MS)
-  // Never left behind, even by a test cut short by tap's own timeout.
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  // Never left behind, even by a test cut short by tap's own timeout: spawnChild kills its group then.
   const [code, signal] = await once(child, 'exit') as [number | null, string | null]
   clearTimeout(timer)
   t.equal(signal, null, 'gone on its own, not killed')
