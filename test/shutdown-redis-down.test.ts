@@ -120,6 +120,13 @@ t.test('Redis not running at start: one stackless line per growing interval, /re
   const ready = await fetch(s.url + '/ready')
   t.equal(ready.status, 503, 'not ready while Redis is down')
   t.match(await ready.json(), { status: 'unavailable', checks: { redis: 'unavailable', tasks: 'unavailable' } })
+  t.equal((await fetch(s.url + '/health')).status, 200, 'alive meanwhile')
+  const sent = await fetch(s.url + '/', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('message/send', { message: userMessage('while down') }))
+  })
+  t.equal(sent.status, 503, 'a call that needs Redis is refused, not held')
+  t.equal(sent.headers.get('retry-after'), '1')
+  t.match(await sent.json(), { error: { code: -32603, data: 'storage unavailable' } })
   // Three reports: the first failure, then 1 s and 2 s apart at least (the clients retry every second meanwhile).
   const entries = () => s.logs.filter(line => line.startsWith('{')).map(line => JSON.parse(line))
   await new Promise<void>(resolve => {
