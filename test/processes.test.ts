@@ -2,7 +2,8 @@
 // file times out, and when the test process exits (test/processes.ts); whatever outlives its run anyway is named,
 // killed, and fails the run (scripts/run-processes.js, called by scripts/with-redis.js).
 import { spawn } from 'node:child_process'
-import { readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
@@ -152,8 +153,13 @@ t.test('a process that exits without tearing down takes its children with it', a
 
 t.test('a test file that times out, with a teardown that never ends, leaves no process behind', async t => {
   const pidsFile = join(t.testdir({}), 'pids')
+  // From a folder outside the repository: a tap run started in it would take the repository's .tap/ as its own and
+  // empty .tap/coverage, losing the coverage this run's other files have written there.
+  const cwd = mkdtempSync(join(tmpdir(), 'a2a-nested-tap-'))
+  t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
+  symlinkSync(join(ROOT, 'node_modules'), join(cwd, 'node_modules'))
   const run = await runChild(t, TAP, ['--disable-coverage', '--timeout=15', join(FIXTURES, 'timeout.ts')], {
-    env: { ...ENV, PIDS_FILE: pidsFile }, cwd: ROOT, timeoutMs: 100_000
+    env: { ...ENV, PIDS_FILE: pidsFile }, cwd, timeoutMs: 100_000
   })
   t.not(run.status, 0)
   t.match(run.stdout, /not ok 1 - timeout!/, 'tap timed the file out')
