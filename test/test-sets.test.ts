@@ -31,10 +31,10 @@ const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8
   .filter(file => file.endsWith('.test.ts') && !file.startsWith('test/fixtures/'))
   .sort()
 
-t.test('test:quick is tap on the suite, with a throwaway Redis, less the slow files', async t => {
+t.test('test:quick is scripts/test-quick.js on the suite, with a throwaway Redis, less the slow files', async t => {
   const script: string = PACKAGE.scripts['test:quick']
-  t.match(script, /^node scripts\/with-redis\.js tap --disable-coverage /)
-  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/with-redis.js tap --disable-coverage', 'nothing but excludes')
+  t.match(script, /^node scripts\/with-redis\.js node scripts\/test-quick\.js /)
+  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/with-redis.js node scripts/test-quick.js', 'nothing but excludes')
   t.ok(quickExcludes(script).includes('test/fixtures/**'), 'the fixtures stay out, as in the full run')
 })
 

@@ -1,0 +1,27 @@
+// scripts/test-quick.js, the runner of `npm run test:quick`: each file is run as the tap script it is, through tsx;
+// a failing file's output is printed, the run says how many passed and exits 1 when any failed.
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { runChild } from './processes.js'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const RUNNER = 'scripts/test-quick.js'
+
+t.test('test-quick runs each file, prints a failing one whole, counts them, and exits 1 on a failure', async t => {
+  const run = await runChild(t, process.execPath, [RUNNER, 'test/fixtures/quick/pass.ts', 'test/fixtures/quick/fail.ts'], { cwd: ROOT, timeoutMs: 120_000 })
+  t.equal(run.status, 1, run.stderr)
+  t.match(run.stdout, /^ok {5}test\/fixtures\/quick\/pass\.ts \(\d+\.\d s\)$/m)
+  t.match(run.stdout, /^FAILED test\/fixtures\/quick\/fail\.ts \(\d+\.\d s\)$/m)
+  t.match(run.stdout, /not ok 1 - meant to fail/, "the failing file's own output")
+  t.notMatch(run.stdout, /ok 1 - fine/, "a passing file's output is not printed")
+  t.match(run.stdout, /^1 of 2 files passed in \d+ s; failed: test\/fixtures\/quick\/fail\.ts$/m)
+})
+
+t.test('test-quick exits 0 when every file passes, and 2 on a flag it does not know', async t => {
+  const ok = await runChild(t, process.execPath, [RUNNER, 'test/fixtures/quick/pass.ts'], { cwd: ROOT, timeoutMs: 120_000 })
+  t.equal(ok.status, 0, ok.stdout)
+  t.match(ok.stdout, /^1 of 1 files passed in \d+ s$/m)
+  const bad = await runChild(t, process.execPath, [RUNNER, '--only=x'], { cwd: ROOT, timeoutMs: 60_000 })
+  t.equal(bad.status, 2)
+  t.match(bad.stderr, /^usage: node scripts\/test-quick\.js/)
+})
