@@ -25,11 +25,15 @@ function alive (pid: number): boolean {
   }
 }
 
-/** A fake process table: `pid -> { environ, cmdline }` (environ null: unreadable, as another user's is). */
-function fakeProc (t: Test, table: Record<string, { environ: string[] | null, cmdline?: string[] }>): string {
+/**
+ * A fake process table: `pid -> { environ, cmdline }` (environ null: unreadable, as another user's is; cmdline null:
+ * gone, as a process's that exits while the table is read).
+ */
+function fakeProc (t: Test, table: Record<string, { environ: string[] | null, cmdline?: string[] | null }>): string {
   const tree: Record<string, unknown> = { self: {}, uptime: '1 2\n' }
   for (const [pid, { environ, cmdline = [] }] of Object.entries(table)) {
-    tree[pid] = environ === null ? {} : { environ: environ.join('\0') + '\0', cmdline: cmdline.join('\0') + '\0' }
+    if (environ === null) tree[pid] = {}
+    else tree[pid] = { environ: environ.join('\0') + '\0', ...(cmdline === null ? {} : { cmdline: cmdline.join('\0') + '\0' }) }
   }
   return t.testdir(tree as Parameters<typeof t.testdir>[0])
 }
@@ -47,11 +51,13 @@ t.test('the scanner finds the processes whose A2A_TEST_RUN holds the run id, and
     103: { environ: [`${RUN_MARKER}=run-10`], cmdline: ['sleep', '1'] },
     104: { environ: ['PATH=/bin'], cmdline: ['bash'] },
     105: { environ: null },
+    106: { environ: [`${RUN_MARKER}=run-1`], cmdline: null },
     [process.pid]: { environ: [`${RUN_MARKER}=run-1`], cmdline: ['this', 'process'] }
   })
   t.same(markedProcesses('run-1', proc).sort((a, b) => a.pid - b.pid), [
     { pid: 101, command: 'node dist/cli.js serve' },
-    { pid: 102, command: 'redis-server *:0' }
+    { pid: 102, command: 'redis-server *:0' },
+    { pid: 106, command: '' }
   ], 'the id as a whole word of the list; never another run\'s, an unmarked or unreadable process, or this one')
   t.same(markedProcesses('run-1', join(proc, 'missing')), [], 'no process table (not Linux): nothing found')
   t.equal(nestedMarker('inner'), 'inner')

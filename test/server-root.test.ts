@@ -108,6 +108,11 @@ t.test('row 17: Fastify\'s own refusals on v1.0 REST paths are google.rpc.Status
   const root = await app.inject('/')
   t.equal(root.statusCode, 200, 'GET / (POST / is the JSON-RPC endpoint) says where things are')
   t.match(root.json(), { name: 'Echo Agent', links: { card: '/.well-known/agent-card.json' } })
+  for (const method of ['PUT', 'DELETE'] as const) {
+    const other = await app.inject({ method, url: '/?x=1' })
+    t.equal(other.statusCode, 404, `${method} / (the JSON-RPC endpoint) keeps Fastify's answer`)
+    t.same(other.json(), { message: `Route ${method}:/ not found`, error: 'Not Found', statusCode: 404 })
+  }
 
   const off = await createServer(validateConfig({ server: { log_level: 'silent' }, protocol: { rest: false } }))
   t.teardown(() => off.close())
