@@ -25,3 +25,10 @@ t.test('test-quick exits 0 when every file passes, and 2 on a flag it does not k
   t.equal(bad.status, 2)
   t.match(bad.stderr, /^usage: node scripts\/test-quick\.js/)
 })
+
+t.test('without files named, test-quick runs the test files of test/ less those the --exclude globs name', async t => {
+  const run = await runChild(t, process.execPath, [RUNNER, '--exclude=!test/test-sets.test.ts'], { cwd: ROOT, timeoutMs: 120_000 })
+  t.equal(run.status, 0, run.stdout)
+  t.match(run.stdout, /^ok {5}test\/test-sets\.test\.ts \(\d+\.\d s\)$/m)
+  t.match(run.stdout, /^1 of 1 files passed in \d+ s$/m)
+})
