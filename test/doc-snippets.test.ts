@@ -4,10 +4,9 @@
 // for a prefixed mount that asks for an API key.
 import { chmodSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
-import { RUNNABLE_LANGUAGES, docSnippets, parseSnippets, snippet } from './doc-snippets.js'
+import { RUNNABLE_LANGUAGES, docSnippets, parseSnippets, runSnippet, snippet } from './doc-snippets.js'
 import { CLI, listen, listenGrpc, privateRedis, runChild, serve, type Teardown } from './helper.js'
 
 const ROOT = new URL('../', import.meta.url)
@@ -104,32 +103,9 @@ const secured = {
   }
 }
 
-let modules = 0
-
-/** Imports a JS block as a module of its own (in this process), with `env` set meanwhile; what it logged. */
-
-async function runModule (t: Test, code: string, env: Record<string, string | undefined>): Promise<unknown[][]> {
-  // A file of its own each time: an import of a URL already imported would not run it again.
-  const dir = join(t.testdirName, 'modules')
-  mkdirSync(dir, { recursive: true })
-  const file = join(dir, `snippet-${++modules}.mjs`)
-  writeFileSync(file, code)
-  const saved = Object.fromEntries(Object.keys(env).map(name => [name, process.env[name]]))
-  const logged: unknown[][] = []
-  const log = console.log
-  console.log = (...args: unknown[]) => { logged.push(args) }
-  Object.assign(process.env, env)
-  for (const [name, value] of Object.entries(env)) if (value === undefined) delete process.env[name]
-  try {
-    await import(pathToFileURL(file).href)
-  } finally {
-    console.log = log
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[name]
-      else process.env[name] = value
-    }
-  }
-  return logged
+/** A JS block's `console.log` calls, run as a module of its own in the test's folder with `env` set meanwhile. */
+async function runModule (t: Test, code: string, env: Record<string, string>): Promise<unknown[][]> {
+  return (await runSnippet(join(t.testdirName, 'modules'), code, env)).logged
 }
 
 /** The 1.x recipe as the suite has the package (`@a2a-js/sdk-v1`), at `base`, with `options` added to the factory's. */

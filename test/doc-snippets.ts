@@ -2,7 +2,9 @@
 // fence, `<!-- run: NAME -->` when a test runs it (the test asks for it with `snippet('NAME')`), or
 // `<!-- not run: REASON -->`. test/doc-snippets.test.ts checks that every such block is marked and that every
 // name is asked for by a test, so a new block cannot go unchecked by accident.
-import { readFileSync, readdirSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
 /** The languages whose blocks are programs or commands (a YAML or JSON block is data, shown, not run). */
 export const RUNNABLE_LANGUAGES = ['sh', 'bash', 'js', 'mjs', 'cjs', 'ts', 'python']
@@ -57,4 +59,31 @@ export function snippet (name: string): string {
   const found = docSnippets().find(s => s.run === name)
   if (found === undefined) throw new Error(`no block of the docs is marked <!-- run: ${name} -->`)
   return found.code
+}
+
+let modules = 0
+
+/**
+ * Imports a JS block as a module of its own in `dir` (in this process), with `env` set meanwhile: what it logged with
+ * `console.log`, and its exports. A file of its own each time: an import of a URL already imported would not run it
+ * again.
+ */
+export async function runSnippet (dir: string, code: string, env: Record<string, string> = {}): Promise<{ logged: unknown[][], exports: Record<string, any> }> {
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `snippet-${++modules}.mjs`)
+  writeFileSync(file, code)
+  const saved = Object.fromEntries(Object.keys(env).map(name => [name, process.env[name]]))
+  const logged: unknown[][] = []
+  const log = console.log
+  console.log = (...args: unknown[]) => { logged.push(args) }
+  Object.assign(process.env, env)
+  try {
+    return { logged, exports: await import(pathToFileURL(file).href) }
+  } finally {
+    console.log = log
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name]
+      else process.env[name] = value
+    }
+  }
 }

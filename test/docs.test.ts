@@ -2,14 +2,13 @@
 // The docs cannot drift from the code: the configuration reference lists every key of the schema with the schema's
 // default, the signature-verifying snippet verifies what the server signs, the client snippets run, and every
 // relative link and anchor between the README and docs/ resolves.
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { ConfigSchema } from '../schemas/config.js'
 import { signatureHeaders, signingKey } from '../services/push/signing.js'
 import { configKeys } from './config-keys.js'
-import { snippet } from './doc-snippets.js'
+import { runSnippet, snippet } from './doc-snippets.js'
 
 const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
 const README = read('README.md')
@@ -160,9 +159,7 @@ t.test('the link check fails where it should: a missing heading, a missing file'
 t.test("the docs' signature check accepts what the server signs, and nothing else", async t => {
   const code = snippet('verify-signature')
   t.ok(code.includes('function verify'), 'the snippet defines verify')
-  const file = join(t.testdir({}), 'verify.mjs')
-  writeFileSync(file, `${code}\nexport { verify }\n`)
-  const { verify } = await import(pathToFileURL(file).href)
+  const { verify } = (await runSnippet(join(t.testdirName, 'modules'), `${code}\nexport { verify }\n`)).exports
   const body = JSON.stringify({ id: 'task-1', kind: 'task', status: { state: 'completed' } })
   const now = Math.floor(Date.now() / 1000)
   for (const secret of ['whsec_cmVhZG1lLXNlY3JldA==', 'a plain secret']) {
@@ -184,26 +181,15 @@ t.test("the docs' client snippets run as written: @a2a-js/sdk 1.x in v1.0, 0.3.x
   const [v1, v03, v03Stream] = [snippet('client-v1'), snippet('client-v03'), snippet('client-v03-stream')]
   const at = (code: string, base: string) => code.replaceAll('http://127.0.0.1:8000', base)
   // The suite has 1.x installed as @a2a-js/sdk-v1 beside 0.3.x; a user of the snippet has it as @a2a-js/sdk.
-  const dir = t.testdir({
-    'v1.mjs': `${at(v1, url).replaceAll("'@a2a-js/sdk", "'@a2a-js/sdk-v1")}\nexport { task }\n`,
-    'v03.mjs': `${at(v03, url)}\nexport { answer }\n`,
-    'v03-a2a.mjs': `${at(v03, a2aUrl)}\nexport { answer }\n`,
-    'v03-stream.mjs': at(v03Stream, a2aUrl)
-  })
-  const logged: unknown[][] = []
-  const log = console.log
-  console.log = (...args: unknown[]) => { logged.push(args) }
-  try {
-    const { task } = await import(pathToFileURL(join(dir, 'v1.mjs')).href)
-    t.equal(task.status.state, 3, 'TASK_STATE_COMPLETED')
-    const { answer } = await import(pathToFileURL(join(dir, 'v03.mjs')).href)
-    t.equal(answer.result.status.state, 'completed')
-    const { answer: a2aAnswer } = await import(pathToFileURL(join(dir, 'v03-a2a.mjs')).href)
-    t.equal(a2aAnswer.result.status.state, 'completed')
-    t.notOk('metadata' in a2aAnswer.result, 'no metadata: null in the a2a dialect')
-    await import(pathToFileURL(join(dir, 'v03-stream.mjs')).href)
-  } finally {
-    console.log = log
-  }
+  const dir = join(t.testdirName, 'modules')
+  const v1Run = await runSnippet(dir, `${at(v1, url).replaceAll("'@a2a-js/sdk", "'@a2a-js/sdk-v1")}\nexport { task }\n`)
+  t.equal(v1Run.exports.task.status.state, 3, 'TASK_STATE_COMPLETED')
+  const v03Run = await runSnippet(dir, `${at(v03, url)}\nexport { answer }\n`)
+  t.equal(v03Run.exports.answer.result.status.state, 'completed')
+  const a2aRun = await runSnippet(dir, `${at(v03, a2aUrl)}\nexport { answer }\n`)
+  t.equal(a2aRun.exports.answer.result.status.state, 'completed')
+  t.notOk('metadata' in a2aRun.exports.answer.result, 'no metadata: null in the a2a dialect')
+  const streamRun = await runSnippet(dir, at(v03Stream, a2aUrl))
+  const logged = [v1Run, v03Run, a2aRun, streamRun].flatMap(run => run.logged)
   t.same(logged, [[true, 'hello'], ['completed'], ['completed'], ['working', false], ['completed', true]])
 })
