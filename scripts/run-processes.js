@@ -10,6 +10,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 /** The environment variable that marks a process as started by a test run: space-separated run ids. */
 export const RUN_MARKER = 'A2A_TEST_RUN'
 
+/** SIGKILLs process group `pgid`: its leader and everything it started that has not left the group. */
+export function killGroup (pgid) {
+  try {
+    process.kill(-pgid, 'SIGKILL')
+  } catch {
+    // The whole group has exited already.
+  }
+}
+
 /** A fresh run id. */
 export function newRunId () {
   return `${process.pid}-${randomBytes(4).toString('hex')}`

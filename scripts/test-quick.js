@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import picomatch from 'picomatch'
+import { killGroup } from './run-processes.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** tap's default for one file, which the files are written to fit (package.json "tap"."timeout"). */
@@ -32,15 +33,6 @@ const files = named.length > 0
     .map(file => relative(ROOT, join(ROOT, 'test', file)).split('\\').join('/'))
     .filter(file => file.endsWith('.test.ts') && !excluded(file))
     .sort()
-
-/** SIGKILLs process group `pgid`, if any of it is left. */
-function killGroup (pgid) {
-  try {
-    process.kill(-pgid, 'SIGKILL')
-  } catch {
-    // Gone already.
-  }
-}
 
 /** Runs one file; its status and output. */
 function run (file) {

@@ -7,7 +7,7 @@
 // What survives all three (this process killed outright) is found at the end of the run by scripts/with-redis.js
 // through A2A_TEST_RUN, which every child carries, even one whose environment the test writes whole.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
-import { RUN_MARKER } from '../scripts/run-processes.js'
+import { RUN_MARKER, killGroup } from '../scripts/run-processes.js'
 
 export interface Teardown {
   teardown (fn: () => unknown): void
@@ -15,15 +15,6 @@ export interface Teardown {
 
 /** The process groups (their leaders' pids) started here and not yet torn down. */
 const groups = new Set<number>()
-
-/** SIGKILLs process group `pgid`: its leader and everything it started that has not left the group. */
-export function killGroup (pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL')
-  } catch {
-    // The whole group has exited already.
-  }
-}
 
 /** Kills every group not yet torn down. */
 export function killAll (): void {
