@@ -1,61 +1,13 @@
-// The developer console driven in a real browser: headless Chromium (Debian's package) through playwright-core.
-// Every wait is a locator that waits for the state the page should reach, bounded by WAIT_MS.
-import { existsSync, readFileSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
+// The developer console driven in a real browser (headless Chromium through playwright-core, test/console-page.ts):
+// the versions and their state names, the chat with its hints and Stop, a task's detail, ids, the task list, security.
 import t from 'tap'
-import Fastify from 'fastify'
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core'
-import type { Socket } from 'node:net'
-import a2a, { type A2AOptions, type AgentExecutor } from '../index.js'
+import type { Page } from 'playwright-core'
+import type { AgentExecutor } from '../index.js'
 import { BUILTIN_HINTS } from '../services/console/hints.js'
-import { listen, rpc, userMessage, type Teardown } from './helper.js'
+import { chat, embedded, open, pageErrors, row, speak } from './console-page.js'
+import { listen, rpc, userMessage } from './helper.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const MISSING = `headless Chromium is required at ${CHROMIUM} for the console test: ` +
-  'install it with "apt-get update && apt-get install -y chromium" (Debian), as .ci/run does'
-const WAIT_MS = 15_000
-const SCREENSHOTS = { 1280: fileURLToPath(new URL('../docs/console.png', import.meta.url)), 420: fileURLToPath(new URL('../docs/console-420.png', import.meta.url)) }
 const API_KEY = 'console-browser-key-0123456789'
-
-if (!existsSync(CHROMIUM)) throw new Error(MISSING)
-const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], timeout: 60_000 })
-t.teardown(() => browser.close())
-
-/** Errors the page reported (uncaught exceptions, console errors), by page. */
-const pageErrors = new WeakMap<Page, string[]>()
-
-/** A fresh browser context (its own sessionStorage) on `<url>/console`, loaded. */
-async function open (t: Teardown, url: string, width: 1280 | 420 = 1280, extra: BrowserContextOptions = {}): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, ...extra })
-  t.teardown(() => context.close())
-  const page = await context.newPage()
-  page.setDefaultTimeout(WAIT_MS)
-  const errors: string[] = []
-  pageErrors.set(page, errors)
-  page.on('pageerror', err => errors.push(err.message))
-  await page.goto(`${url}/console`)
-  await page.locator('body[data-ready="true"]').waitFor()
-  return page
-}
-
-/** Sends a chat message and returns the id of the task its reply belongs to, once the first event is shown. */
-async function chat (page: Page, text: string): Promise<string> {
-  const replies = await page.locator('.msg.agent').count()
-  await page.fill('#chat-input', text)
-  await page.press('#chat-input', 'Enter')
-  const reply = page.locator('.msg.agent').nth(replies)
-  await reply.and(page.locator('[data-task-id]')).waitFor()
-  return await reply.getAttribute('data-task-id') as string
-}
-
-/** Makes the console speak another A2A version, through its badge. */
-async function speak (page: Page, version: '1.0' | '0.3'): Promise<void> {
-  await page.click(`#versions button[data-version="${version}"]`)
-  await page.locator(`#versions button[data-version="${version}"][aria-pressed="true"]`).waitFor()
-}
-
-const row = (page: Page, id: string, state: string) => page.locator(`#tasks tr[data-task-id="${id}"][data-state="${state}"]`)
 
 /** The text of every state the page shows for a task: its row, its reply's badge, its events. */
 async function spelled (page: Page, id: string): Promise<{ row: string | null, reply: string | null }> {
@@ -63,22 +15,6 @@ async function spelled (page: Page, id: string): Promise<{ row: string | null, r
     row: await page.locator(`#tasks tr[data-task-id="${id}"] td.state`).textContent(),
     reply: await page.locator(`.msg.agent[data-task-id="${id}"] .who .state`).textContent()
   }
-}
-
-/** The width and height a PNG file's header gives. */
-function pngSize (path: string): { width: number, height: number } {
-  const header = readFileSync(path).subarray(0, 24)
-  return { width: header.readUInt32BE(16), height: header.readUInt32BE(20) }
-}
-
-/** The agent embedded under /agent in a host app with a route of its own, listening on 127.0.0.1. */
-async function embedded (t: Teardown, opts: A2AOptions): Promise<string> {
-  const host = Fastify({ logger: false })
-  host.get('/', async () => ({ host: true }))
-  await host.register(a2a, { ...opts, prefix: '/agent' })
-  const url = await host.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => host.close())
-  return `${url}/agent`
 }
 
 /** An agent that echoes, asks on "ask" (input_required) and on "wait" runs until its task is canceled. */
@@ -426,139 +362,4 @@ t.test('the task list pages through ListTasks, ten at a time; a task started on 
   await at('tasks 11–20')
   t.same(await ids(), made.slice(9, 19), 'the one pushed off leads the next page')
   t.same(pageErrors.get(page), [], 'no script error')
-})
-
-t.test('at 1280 and 420 px wide nothing overflows, the controls are in view, and the docs\' screenshots are that wide', async t => {
-  const url = await embedded(t, { config: { agent: { name: 'Console Demo Agent', delay_ms: 1_500 } } })
-  for (const width of [1280, 420] as const) {
-    const page = await open(t, url, width)
-    await page.locator('#hints button').first().waitFor()
-    const done = await chat(page, 'status')
-    await page.locator(`.msg.agent[data-task-id="${done}"][data-state="completed"]`).waitFor()
-    const long = await chat(page, 'a longer job')
-    await row(page, long, 'in_progress').waitFor()
-    await page.locator(`#tasks tr[data-task-id="${long}"] button.cancel`).click()
-    await row(page, long, 'canceled').waitFor()
-    const running = await chat(page, 'hello while you watch')
-    await row(page, running, 'in_progress').waitFor()
-    await page.click(`#tasks tr[data-task-id="${done}"] td.state`)
-    await page.locator(`#detail-panel[data-task-id="${done}"][data-loaded="true"]`).waitFor()
-    const overflow = await page.evaluate(`[document.documentElement, ...document.querySelectorAll('.panel, #tasks-panel table, .detail-grid')]
-      .filter(node => node.scrollWidth > node.clientWidth).map(node => node.id || node.className || node.tagName)`)
-    t.same(overflow, [], `${width} px: nothing is wider inside than out, the page included`)
-    const controls = ['#versions button[data-version="1.0"]', '#versions button[data-version="0.3"]', '#send', '#stop', '#refresh-tasks', '#try-push',
-      `#tasks tr[data-task-id="${running}"] button.push`, `#tasks tr[data-task-id="${running}"] button.cancel`,
-      `#tasks tr[data-task-id="${running}"] button.copy`, '#detail-refresh', '#detail-close', '#card-panel summary']
-    for (const selector of controls) {
-      const box = await page.locator(selector).boundingBox()
-      t.ok(box && box.width > 0 && box.x >= 0 && box.x + box.width <= width, `${width} px: ${selector} is in view`)
-    }
-    const panel = await page.locator('#tasks-panel').boundingBox()
-    for (const button of ['push', 'cancel']) {
-      const box = await page.locator(`#tasks tr[data-task-id="${running}"] button.${button}`).boundingBox()
-      t.ok(box && panel && box.x >= panel.x && box.x + box.width <= panel.x + panel.width, `${width} px: ${button} lies inside the tasks panel`)
-    }
-    if (process.env.UPDATE_SCREENSHOT === '1') {
-      await mkdir(new URL('../docs/', import.meta.url), { recursive: true })
-      await page.screenshot({ path: SCREENSHOTS[width], fullPage: true })
-    }
-    t.equal(pngSize(SCREENSHOTS[width]).width, width, `${width} px: the screenshot in docs/ is that wide (UPDATE_SCREENSHOT=1 remakes it)`)
-    t.same(pageErrors.get(page), [], 'no script error')
-  }
-})
-
-/** An agent whose task `text` writes c0..c3 once `open(text, 1)` is called, then c4..c7 once `open(text, 2)` is. */
-function twoGates (): { executor: AgentExecutor, open: (text: string, gate: 1 | 2) => void } {
-  const gates = new Map<string, () => void>()
-  const waiting = new Map<string, Promise<void>>()
-  const gate = (key: string): Promise<void> => {
-    let promise = waiting.get(key)
-    if (promise === undefined) {
-      promise = new Promise<void>(resolve => gates.set(key, resolve))
-      waiting.set(key, promise)
-    }
-    return promise
-  }
-  const executor: AgentExecutor = async function * (ctx) {
-    const part = ctx.message.parts[0]
-    const text = part.kind === 'text' ? part.text : ''
-    for (const phase of [1, 2]) {
-      await gate(`${text}/${phase}`)
-      for (let i = (phase - 1) * 4; i < phase * 4; i++) yield `c${i} `
-    }
-  }
-  return { executor, open: (text, phase) => { gate(`${text}/${phase}`); (gates.get(`${text}/${phase}`) as () => void)() } }
-}
-
-const CHUNKS = 'c0 c1 c2 c3 c4 c5 c6 c7 '
-
-/** The plugin at the root on 127.0.0.1, with `cut()` to destroy every connection it has, as a failing network does. */
-async function cuttable (t: Teardown, opts: A2AOptions): Promise<{ url: string, cut: () => void }> {
-  const app = Fastify({ logger: false, forceCloseConnections: true })
-  const sockets = new Set<Socket>()
-  app.server.on('connection', (socket: Socket) => {
-    sockets.add(socket)
-    socket.once('close', () => sockets.delete(socket))
-  })
-  await app.register(a2a, opts)
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
-  return { url, cut: () => { for (const socket of sockets) socket.destroy() } }
-}
-
-const CUTS = [
-  { name: 'v1.0', version: '1.0', dialect: 'default', note: /^connection lost: SubscribeToTask after event \d+$/ },
-  { name: 'v0.3, default dialect', version: '0.3', dialect: 'default', note: /^connection lost: tasks\/resubscribe$/ },
-  { name: 'v0.3, a2a dialect', version: '0.3', dialect: 'a2a', note: /^connection lost: tasks\/resubscribe after event \d+$/ }
-] as const
-
-for (const { name, version, dialect, note } of CUTS) {
-  t.test(`${name}: a chat whose connection is cut mid-task is followed again, and its reply has no gap`, async t => {
-    const agent = twoGates()
-    const { url, cut } = await cuttable(t, { executor: agent.executor, config: { protocol: { dialect } } })
-    const page = await open(t, url)
-    if (version !== '1.0') await speak(page, version)
-    const text = `cut-${version}-${dialect}`
-    agent.open(text, 1)
-    const id = await chat(page, text)
-    const reply = page.locator(`.msg.agent[data-task-id="${id}"]`)
-    await reply.locator('.text', { hasText: 'c0 c1 c2 c3' }).waitFor()
-    cut()
-    agent.open(text, 2)
-    await reply.and(page.locator('[data-state="completed"]')).waitFor()
-    // Each chunk is a part of the one artifact, shown a line each.
-    t.equal((await reply.locator('.text').textContent())?.replaceAll('\n', ''), CHUNKS, 'every chunk once, in order')
-    t.match(await page.locator('#events li.reconnect').first().textContent(), note)
-    t.same(pageErrors.get(page), [], 'no script error')
-  })
-}
-
-t.test("the docs' EventSource snippet follows a task across a cut connection, resuming by Last-Event-ID", async t => {
-  const protocol = readFileSync(new URL('../docs/protocol.md', import.meta.url), 'utf8')
-  const section = protocol.slice(protocol.indexOf('#### Reconnecting a stream'))
-  const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1] as string
-  t.match(snippet, /new EventSource/)
-  const agent = twoGates()
-  const { url, cut } = await cuttable(t, { executor: agent.executor })
-  const page = await open(t, url)
-  const sent: any = await (await fetch(`${url}/message:send`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-    body: JSON.stringify({ message: { messageId: 'es-1', role: 'ROLE_USER', parts: [{ text: 'es' }] }, configuration: { returnImmediately: true } })
-  })).json()
-  const taskId = sent.task.id as string
-  await page.evaluate(`${snippet}
-    window.got = ''
-    window.opened = 0
-    const source = follow(${JSON.stringify(taskId)}, text => { window.got += text }, state => { window.ended = state })
-    source.addEventListener('open', () => { window.opened++ })`)
-  // Functions, not strings: the page's Content-Security-Policy forbids eval. (No DOM types here: globalThis.)
-  await page.waitForFunction(() => (globalThis as unknown as { opened: number }).opened === 1)
-  agent.open('es', 1)
-  await page.waitForFunction(() => (globalThis as unknown as { got: string }).got === 'c0 c1 c2 c3 ')
-  cut()
-  agent.open('es', 2)
-  await page.waitForFunction(() => (globalThis as unknown as { ended: string }).ended === 'TASK_STATE_COMPLETED', undefined, { timeout: WAIT_MS })
-  t.equal(await page.evaluate('window.got'), CHUNKS, 'every chunk once, in order, across the reconnect')
-  t.equal(await page.evaluate('window.opened'), 2, 'EventSource reconnected once')
 })
