@@ -84,6 +84,9 @@ t.test('scale-out: two instances on one Redis, a task made on one is read on the
   const dir = project(t)
   const run = await bash(t, dir, code)
   t.equal(run.status, 0, run.stderr)
+  // The block ends with its `wait`: both servers took the SIGTERM and exited (a server left running would hold the
+  // shell's stderr open until the timeout).
+  t.notOk(run.timedOut, 'both servers exited on their own')
   const id = /^task (\S+)$/m.exec(run.stdout)?.[1]
   t.ok(id, 'the send answered a task id')
   const got = JSON.parse(run.stdout.trim().split('\n').pop() ?? '')
@@ -91,6 +94,7 @@ t.test('scale-out: two instances on one Redis, a task made on one is read on the
   for (const log of ['a.log', 'b.log']) {
     const lines = readFileSync(join(dir, log), 'utf8').trim().split('\n').map(line => JSON.parse(line))
     t.ok(lines.some(line => line.msg === 'agent serving'), `${log}: served`)
+    t.ok(lines.some(line => line.msg === 'shutting down' && line.signal === 'SIGTERM'), `${log}: the server took the SIGTERM`)
   }
 })
 
