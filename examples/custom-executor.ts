@@ -2,7 +2,7 @@
 // is doing with a progress status, streams one artifact chunk per word, asks for input when there is no text, and
 // stops when the task is canceled.
 //
-// Run it:  node --import @tapjs/typescript/import examples/custom-executor.ts   (PORT=9000 to change the port)
+// Run it:  node --import ./scripts/ts-import.js examples/custom-executor.ts   (PORT=9000 to change the port)
 // Then:    curl -s localhost:8000/ -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"message/send",
 //            "params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"hello world"}]}}}'
 //

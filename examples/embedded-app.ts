@@ -1,7 +1,7 @@
 // A host Fastify app with routes of its own, and the A2A agent registered under /agent with a small custom executor.
 // Everything the plugin adds stays under its prefix: the host's routes, hooks and error handler are untouched.
 //
-// Run it:  node --import @tapjs/typescript/import examples/embedded-app.ts   (PORT=9000 to change the port)
+// Run it:  node --import ./scripts/ts-import.js examples/embedded-app.ts   (PORT=9000 to change the port)
 // Then:    curl -s localhost:3000/                       (a host route)
 //          curl -s localhost:3000/agent/.well-known/agent-card.json
 //          curl -s localhost:3000/agent -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"message/send",

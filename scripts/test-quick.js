@@ -1,10 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:quick`: the test files less those its --exclude globs name (test/test-sets.test.ts keeps that list
-// true), each run as the tap script it is, by node with tsx (esbuild) for the TypeScript. tap's own runner loads the
-// sources through ts-node, which costs 5.4 s of CPU per file to import index.ts against tsx's 1.8 s; the 114 quick
-// files took 403 s through tap and 265 s this way (the 2-core test machine, quiet, 2026-11-27). No coverage:
-// `npm test` measures it, through tap, whose coverage the `c8 ignore` comments (which esbuild drops) are written for.
-// Two files at a time, as tap runs them; each file's output is printed when it fails; exit 1 if any failed.
+// true), each run as the tap script it is, by node with the project's TypeScript loader (scripts/ts-import.js), as
+// tap runs them, but without tap's runner: no coverage (`npm test` measures it) and no TAP parsing. Each file's
+// output is printed when it fails; exit 1 if any failed.
 import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
@@ -12,6 +10,8 @@ import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import picomatch from 'picomatch'
 import { killGroup } from './run-processes.js'
+
+const TS_IMPORT = new URL('./ts-import.js', import.meta.url).href
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** tap's default for one file, which the files are written to fit (package.json "tap"."timeout"). */
@@ -38,7 +38,7 @@ const files = named.length > 0
 function run (file) {
   return new Promise(resolve => {
     const started = Date.now()
-    const child = spawn(process.execPath, ['--enable-source-maps', '--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--enable-source-maps', '--import', TS_IMPORT, file], {
       cwd: ROOT,
       env: { ...process.env, TAP_TIMEOUT: String(FILE_TIMEOUT_S) },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 // The examples/ folder: each example runs over real HTTP, imported (its build function) and as the program a user
-// starts (`node --import @tapjs/typescript/import examples/<name>.ts`).
+// starts (`node --import ./scripts/ts-import.js examples/<name>.ts`).
 import { fileURLToPath } from 'node:url'
 import { A2AClient } from '@a2a-js/sdk/client'
 import type { Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk'
@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import * as customExecutor from '../examples/custom-executor.js'
 import * as embeddedApp from '../examples/embedded-app.js'
-import { postStream, rpc, spawnChild, until, userMessage } from './helper.js'
+import { TS_IMPORT, postStream, rpc, spawnChild, until, userMessage } from './helper.js'
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url))
 
@@ -24,7 +24,7 @@ async function post (url: string, body: unknown): Promise<any> {
 /** Starts `examples/<name>.ts` as a program on a free port; resolves with its address once it listens. */
 async function runExample (t: Test, name: string): Promise<{ url: string, exited: Promise<number | null>, stop: () => void }> {
   const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: undefined }
-  const child = spawnChild(t, process.execPath, ['--import', '@tapjs/typescript/import', `${EXAMPLES}${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnChild(t, process.execPath, ['--import', TS_IMPORT, `${EXAMPLES}${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
   let stderr = ''
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })

@@ -9,7 +9,7 @@ import a2a, { type A2AOptions } from '../index.js'
 import { freePort, ping } from '../scripts/redis-server.js'
 import { spawnChild } from './processes.js'
 
-export { runChild, spawnChild } from './processes.js'
+export { TS_IMPORT, runChild, spawnChild } from './processes.js'
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 

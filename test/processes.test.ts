@@ -2,14 +2,14 @@
 // file times out, and when the test process exits (test/processes.ts); whatever outlives its run anyway is named,
 // killed, and fails the run (scripts/run-processes.js, called by scripts/with-redis.js).
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { RUN_MARKER, leftoverReport, markedProcesses, nestedMarker, newRunId, reapLeftovers } from '../scripts/run-processes.js'
 import { TEST_REDIS, until } from './helper.js'
-import { adoptGroup, killAll, liveGroups, runChild, spawnChild } from './processes.js'
+import { TS_IMPORT, adoptGroup, killAll, liveGroups, runChild, spawnChild } from './processes.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const WRAPPER = join(ROOT, 'scripts', 'with-redis.js')
@@ -149,7 +149,7 @@ t.test('runChild collects the output and status; at timeoutMs the group is kille
 })
 
 t.test('a process that exits without tearing down takes its children with it', async t => {
-  const run = await runChild(t, process.execPath, ['--import', '@tapjs/typescript/import', join(FIXTURES, 'exit.ts')], { env: ENV, cwd: ROOT, timeoutMs: 60_000 })
+  const run = await runChild(t, process.execPath, ['--import', TS_IMPORT, join(FIXTURES, 'exit.ts')], { env: ENV, cwd: ROOT, timeoutMs: 60_000 })
   t.equal(run.status, 0, run.stderr)
   const pids = run.stdout.trim().split(' ').map(Number)
   t.equal(pids.length, 2)
@@ -164,6 +164,10 @@ t.test('a test file that times out, with a teardown that never ends, leaves no p
   const cwd = mkdtempSync(join(tmpdir(), 'a2a-nested-tap-'))
   t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
   symlinkSync(join(ROOT, 'node_modules'), join(cwd, 'node_modules'))
+  // The project's tap settings, the loader named by its full path: a tap run with other plugins than the ones tap was
+  // last built with builds itself again, in the node_modules this run shares.
+  const { tap } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  writeFileSync(join(cwd, 'package.json'), JSON.stringify({ type: 'module', tap: { ...tap, 'node-arg': [`--import=${TS_IMPORT}`] } }))
   const run = await runChild(t, TAP, ['--disable-coverage', '--timeout=15', join(FIXTURES, 'timeout.ts')], {
     env: { ...ENV, PIDS_FILE: pidsFile }, cwd, timeoutMs: 100_000
   })

@@ -9,6 +9,9 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { RUN_MARKER, killGroup } from '../scripts/run-processes.js'
 
+/** `node --import TS_IMPORT file.ts` runs a TypeScript file of the project, as the tests are run. */
+export const TS_IMPORT = new URL('../scripts/ts-import.js', import.meta.url).href
+
 export interface Teardown {
   teardown (fn: () => unknown): void
 }

@@ -1,4 +1,4 @@
-// scripts/test-quick.js, the runner of `npm run test:quick`: each file is run as the tap script it is, through tsx;
+// scripts/test-quick.js, the runner of `npm run test:quick`: each file is run as the tap script it is, through the loader;
 // a failing file's output is printed, the run says how many passed and exits 1 when any failed.
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
