@@ -3,6 +3,7 @@
 // under the names of the tests that hold it, with its diagnostics. .ci/run prints this at the end of a failed run,
 // where a reader of a long log looks first. Prints nothing when nothing failed.
 import { readFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
 
 const MAX_DIAGNOSTIC_LINES = 40
 
@@ -43,7 +44,8 @@ export function formatFailure ({ path, name, diagnostic }) {
   return [`not ok: ${[...path, name].join(' > ')}`, ...shown.map(line => `    ${line}`)].join('\n')
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a command (not imported by its test): the path as a URL, so that a folder with a space in it still matches.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const file = process.argv[2]
   if (!file) {
     console.error('usage: node scripts/tap-failures.js FILE')

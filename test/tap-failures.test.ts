@@ -1,5 +1,5 @@
 // scripts/tap-failures.js: the failures of a TAP log, as .ci/run prints them at the end of a failed run.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -79,6 +79,12 @@ t.test('the script prints the failures of a log, nothing for a passing one, and 
   writeFileSync(two, 'not ok 1 - test/c.test.ts # time=1ms\nnot ok 2 - test/d.test.ts # time=1ms\n')
   const both = await runChild(t, process.execPath, [SCRIPT, two])
   t.equal(both.stdout, '\n2 failing tests:\n\nnot ok: test/c.test.ts\n\nnot ok: test/d.test.ts\n')
+  // From a folder whose path has a space in it (a URL spells it %20), the script still knows it is the command.
+  const spaced = join(dir, 'a clone')
+  mkdirSync(spaced)
+  copyFileSync(SCRIPT, join(spaced, 'tap-failures.js'))
+  const fromSpaced = await runChild(t, process.execPath, [join(spaced, 'tap-failures.js'), two])
+  t.equal(fromSpaced.stdout, both.stdout)
   const passed = await runChild(t, process.execPath, [SCRIPT, passing])
   t.equal(passed.stdout, '')
   const usage = await runChild(t, process.execPath, [SCRIPT])
