@@ -33,8 +33,8 @@ const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8
 
 t.test('test:quick is scripts/test-quick.js on the suite, with a throwaway Redis, less the slow files', async t => {
   const script: string = PACKAGE.scripts['test:quick']
-  t.match(script, /^node scripts\/with-redis\.js node scripts\/test-quick\.js /)
-  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/with-redis.js node scripts/test-quick.js', 'nothing but excludes')
+  t.match(script, /^node scripts\/tap-plugins\.js && node scripts\/with-redis\.js node scripts\/test-quick\.js /)
+  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/tap-plugins.js && node scripts/with-redis.js node scripts/test-quick.js', 'nothing but excludes')
   t.ok(quickExcludes(script).includes('test/fixtures/**'), 'the fixtures stay out, as in the full run')
 })
 
@@ -67,4 +67,14 @@ t.test('the classification check itself: the patterns as the script writes them'
   for (const line of ['/x/.exec(line)', "execFileSync('mkfifo', [])", 'privateRedis(t)', 'spawnSync(x)', 'observe(t)']) {
     t.notMatch(line, SLOW, line)
   }
+})
+
+t.test('each file runs with the project\'s TypeScript loader alone: tap is built with the configured plugins first', async t => {
+  for (const name of ['test', 'test:only', 'test:quick']) {
+    t.match(PACKAGE.scripts[name], /(?:^|&& )node scripts\/tap-plugins\.js && node scripts\/with-redis\.js /, `${name} runs scripts/tap-plugins.js before the files`)
+  }
+  t.ok(PACKAGE.tap.plugin.includes('!@tapjs/typescript'), 'tap\'s ts-node plugin is off')
+  // This file's own process: started by tap's runner or by test-quick, after scripts/tap-plugins.js.
+  t.ok(process.execArgv.some(arg => arg.endsWith('scripts/ts-import.js')), 'the project\'s loader is loaded')
+  t.notOk(process.execArgv.some(arg => arg.includes('@tapjs/typescript')), 'ts-node\'s is not')
 })
