@@ -5,6 +5,7 @@ import { pushBodies } from '../services/a2a/push-bodies.js'
 import { WebhookNotifier, type NotifierOptions } from '../services/push/notifier.js'
 import { RedisPushOutbox } from '../services/push/outbox.js'
 import { PushService } from '../services/push/service.js'
+import { createHostLookups } from '../services/push/host-lookups.js'
 import { createUrlPolicy, type UrlPolicy } from '../services/push/url-policy.js'
 
 declare module 'fastify' {
@@ -44,12 +45,15 @@ function outboxGraceMs (leaseTtlSeconds: number): number {
 const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fastify, opts) => {
   const { config } = opts
   const settings = config.push_notifications
+  // Webhook names are chosen by clients: their lookups are bounded so they cannot take the resolver (host-lookups.ts),
+  // a resolver given in the options too.
+  const lookups = createHostLookups({ lookup: opts.resolve })
   const policy: UrlPolicy = createUrlPolicy({
     validateUrls: settings.validate_urls,
     requireHttps: settings.config.require_https,
     allowedDomains: settings.config.allowed_domains,
     allowedNetworks: settings.config.allowed_networks,
-    resolve: opts.resolve,
+    resolve: lookups.resolve,
     exempt: opts.exemptUrl
   })
   const notifier = new WebhookNotifier({
@@ -100,6 +104,7 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
   fastify.a2aTasks.store.onDelete?.(taskId => configs.forget?.(taskId))
   fastify.addHook('onClose', async () => {
     await notifier.close(config.server.shutdown_timeout * 1000)
+    lookups.close()
   })
 }
 

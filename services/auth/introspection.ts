@@ -1,7 +1,8 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { Got } from 'got'
-import { LRUCache } from 'lru-cache'
+import type { LRUCache } from 'lru-cache'
+import { boundedLru } from '../kernel/bounded-lru.js'
 import { InvalidPluginOptions, JsonRpcError, RpcCode } from '../kernel/errors.js'
 import { lazyGot } from '../kernel/lazy-got.js'
 import type { Logger } from '../kernel/logger.js'
@@ -107,7 +108,7 @@ export class IntrospectionClient {
     this.#host = url.host
     this.#log = log.child({ component: 'introspection' })
     this.#now = opts.now ?? Date.now
-    this.#cache = new LRUCache({ max: opts.maxCacheEntries ?? DEFAULT_MAX_ENTRIES })
+    this.#cache = boundedLru(opts.maxCacheEntries ?? DEFAULT_MAX_ENTRIES)
     const basic = `${formEncode(opts.clientId)}:${formEncode(opts.clientSecret)}`
     this.#authorization = `Basic ${Buffer.from(basic, 'utf8').toString('base64')}`
     this.#agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
-import { LRUCache } from 'lru-cache'
+import type { LRUCache } from 'lru-cache'
+import { boundedLru } from '../kernel/bounded-lru.js'
 import { storageCall } from '../kernel/errors.js'
 import { redisScript, type RedisScript } from '../redis/script.js'
 
@@ -60,7 +61,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
     this.#rate = opts.perMinute / MINUTE_MS
     this.#burst = opts.burst
     this.#now = opts.now ?? Date.now
-    this.#buckets = new LRUCache({ max: opts.maxKeys ?? DEFAULT_MAX_KEYS })
+    this.#buckets = boundedLru(opts.maxKeys ?? DEFAULT_MAX_KEYS)
   }
 
   take (key: string): LimitResult {
@@ -135,7 +136,7 @@ export class MemoryFailureWindows implements FailureWindows {
   constructor (opts: { perMinute: number, now?: () => number, maxKeys?: number }) {
     this.#limit = opts.perMinute
     this.#now = opts.now ?? Date.now
-    this.#windows = new LRUCache({ max: opts.maxKeys ?? DEFAULT_MAX_KEYS })
+    this.#windows = boundedLru(opts.maxKeys ?? DEFAULT_MAX_KEYS)
   }
 
   blocked (ip: string): number {

@@ -298,3 +298,34 @@ t.test('a token or credentials that cannot be a header value are refused at set 
   const ok = await call(app, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://hooks.example.com/h', token: 'tab\tand latin-1 \u00e9' } })
   t.equal(ok.body.result.pushNotificationConfig.token, 'tab\tand latin-1 \u00e9')
 })
+
+t.test('webhook names whose resolver never answers hold at most two lookups; the server keeps answering and closes', async t => {
+  // 60 tasks, each with a push config to a name of its own, on a resolver that answers none of them (a DNS server
+  // gone quiet, or names an attacker's server never answers): the system resolver would run each on a thread of
+  // the pool that file reads share.
+  const held: Array<(err: Error) => void> = []
+  let running = 0
+  let most = 0
+  const resolveWebhookHost = async (hostname: string): Promise<Array<{ address: string, family: number }>> => {
+    running++
+    most = Math.max(most, running)
+    try {
+      return await new Promise((_resolve, reject) => { held.push(reject) })
+    } finally {
+      running--
+    }
+  }
+  const app = await build(t, { resolveWebhookHost, config: { ...pushConfig(), server: { shutdown_timeout: 1 } } })
+  t.teardown(() => { for (const reject of held.splice(0)) reject(Object.assign(new Error(`getaddrinfo ENOTFOUND`), { code: 'ENOTFOUND' })) })
+  const sent = await Promise.all(Array.from({ length: 60 }, async (_, i) => await call(app, 'message/send', {
+    message: userMessage(`x${i}`),
+    configuration: { pushNotificationConfig: { url: `http://n${i}.hooks.example.com/hook` } }
+  })))
+  t.same(new Set(sent.map(res => res.body.result?.status.state)), new Set(['completed']), 'every send is answered')
+  await until(() => running === 2)
+  const got = await call(app, 'tasks/get', { id: sent[0].body.result.id })
+  t.equal(got.body.result.status.state, 'completed', 'the server answers while the lookups hang')
+  t.equal(most, 2, 'never more than two lookups at once')
+  await app.close()
+  t.pass('the server closed, the lookups still unanswered')
+})
