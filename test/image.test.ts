@@ -89,7 +89,10 @@ t.test("the image's file tree, built by the Dockerfile's steps, starts with the 
   const build = join(root, 'build')
   await replay(t, stages[0], build, folders)
   folders.set(stages[0].name as string, build)
-  t.ok(existsSync(join(build, 'dist/schemas/proto')), 'the build put the protos beside dist/')
+  // The build copies the protos beside dist/services/grpc/protos.js, which loads them from there.
+  for (const file of ['LICENSE', 'a2a/v1.0.1/a2a.proto', 'a2a/v0.3.0/a2a.proto', 'google/rpc/status.proto']) {
+    t.ok(existsSync(join(build, 'dist/schemas/proto', file)), `the build put ${file} beside dist/`)
+  }
 
   const app = join(root, 'app')
   const { env, command } = await replay(t, stages[1], app, folders)
