@@ -4,7 +4,7 @@ import type { A2AConfig, A2AConfigInput } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { loadExecutor } from './services/agent/load.js'
 import { withOwnAgentSkill } from './services/a2a/agent-card.js'
-import { validateConfig } from './services/config/load.js'
+import { validateConfig } from './services/config/validate.js'
 import {
   MemoryFailureWindows, MemoryTokenBuckets, RedisFailureWindows, RedisTokenBuckets, type FailureWindows, type TokenBuckets
 } from './services/auth/limits.js'
@@ -220,5 +220,5 @@ export type { AgentExecutor, ExecutionContext, ExecutorEvent, ExecutorResult, Ag
 export type { Task, Message, Part, Artifact, TaskState } from './schemas/task.js'
 export type { Principal } from './services/auth/principal.js'
 export type { AgentCard } from './services/a2a/agent-card.js'
-export { validateConfig } from './services/config/load.js'
+export { validateConfig } from './services/config/validate.js'
 export { buildAgentCard } from './services/a2a/agent-card.js'

@@ -306,7 +306,7 @@ t.test('webhook names whose resolver never answers hold at most two lookups; the
   const held: Array<(err: Error) => void> = []
   let running = 0
   let most = 0
-  const resolveWebhookHost = async (hostname: string): Promise<Array<{ address: string, family: number }>> => {
+  const resolveWebhookHost = async (): Promise<Array<{ address: string, family: number }>> => {
     running++
     most = Math.max(most, running)
     try {
@@ -316,7 +316,7 @@ t.test('webhook names whose resolver never answers hold at most two lookups; the
     }
   }
   const app = await build(t, { resolveWebhookHost, config: { ...pushConfig(), server: { shutdown_timeout: 1 } } })
-  t.teardown(() => { for (const reject of held.splice(0)) reject(Object.assign(new Error(`getaddrinfo ENOTFOUND`), { code: 'ENOTFOUND' })) })
+  t.teardown(() => { for (const reject of held.splice(0)) reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })) })
   const sent = await Promise.all(Array.from({ length: 60 }, async (_, i) => await call(app, 'message/send', {
     message: userMessage(`x${i}`),
     configuration: { pushNotificationConfig: { url: `http://n${i}.hooks.example.com/hook` } }
