@@ -16,8 +16,9 @@ const TS_IMPORT = new URL('./ts-import.js', import.meta.url).href
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** tap's default for one file, which the files are written to fit (package.json "tap"."timeout"). */
 const FILE_TIMEOUT_S = 120
-// Three files at a time on two cores, as tap runs them: the files wait on timers and sockets for much of their time
-// (the quick run took 308 s two at a time, 207 s three at a time, the 2-core test machine, 2026-11-28).
+// Four files at a time on two cores: the files wait on timers and sockets for much of their time (the quick run took
+// 308 s two at a time, 207 s three at a time; later, with lazier imports, 133 s three and 116 s four at a time,
+// the 2-core test machine, 2026-11-28). Files are run in name order: longest first ran them together and slower.
 const JOBS = Math.max(1, Math.min(4, availableParallelism() + 2))
 
 // `--exclude=GLOB`s, or the files to run (all of test/ less the excluded ones when none is named).

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { build, buildLogged, call, listen, postStream, privateRedis, rpc, until, userMessage, waitOrEcho } from './helper.js'
+import { build, buildLogged, call, listen, listenGrpc, postStream, privateRedis, rpc, until, userMessage, waitOrEcho, waitOrEchoInTwo } from './helper.js'
+import { grpcClients, unary } from './routes/grpc-client.js'
 
 t.test('a stalled Redis fails requests with 503 -32603 instead of hanging; /ready says so; all recovers', async t => {
   const redis = await privateRedis(t)
@@ -96,4 +97,22 @@ t.test('row 15: after Redis restarts empty, a resubscribe following a task that 
   t.same(stream.events[stream.events.length - 1].error, { code: -32001, message: 'Task not found', data: `task "${task.id}" was not found` })
   await until(() => app.a2aStreams.size === 0)
   t.equal((await call(app, 'tasks/get', { id: task.id })).body.error.code, -32001)
+})
+
+t.test('gRPC health follows readiness: NOT_SERVING while Redis does not answer, SERVING once it does', async t => {
+  const redis = await privateRedis(t)
+  const { target } = await listenGrpc(t, {
+    executor: waitOrEchoInTwo,
+    config: { services: { cache: { type: 'cache', url: redis.url } }, tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' } }
+  })
+  const { health } = grpcClients(t, target)
+  const check = async () => (await unary(health, 'Check', { service: 'lf.a2a.v1.A2AService' })).value?.status
+  t.equal(await check(), 'SERVING')
+  redis.stop()
+  // Asked every 5 s, each check within 2 s.
+  await until(async () => await check() === 'NOT_SERVING', 1500)
+  t.pass('NOT_SERVING')
+  redis.resume()
+  await until(async () => await check() === 'SERVING', 1500)
+  t.pass('SERVING again')
 })

@@ -1,8 +1,8 @@
 // `npm run test:quick` (package.json) runs the suite less the slow files it excludes by name: those that start the
 // built CLI or another program, a browser, npm, an image build, the bench or the profiler, or tap itself. Every test
 // file is one or the other, and this keeps the split true: a file that starts a process must be in the slow list, and
-// every file in it must still start one (else it belongs to the inner loop). Starting a redis-server of its own
-// (`privateRedis`) does not make a file slow.
+// every file in it must still start one, or put a Redis it started through an outage (else it belongs to the inner
+// loop). Starting a redis-server of its own (`privateRedis`) does not make a file slow.
 import { readFileSync, readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,6 +14,12 @@ const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 
 /** What makes a test file slow: a process started (helper's `serve`, test/processes.ts, node:child_process), a browser. */
 const SLOW = /(?<![.\w])(?:serve|spawnChild|runChild|spawn|execFile|exec|fork)\(|playwright|dist\/cli\.js/
+
+/**
+ * What may make a test file slow though it starts no process: it puts a Redis it started through an outage (stops,
+ * restarts or pauses it, or fills its memory) and waits the service through it, seconds at a time.
+ */
+const FAULT = /\bredis\.(?:stop|restart)\(\)|'PAUSE'|maxmemory/
 
 /** The glob patterns test:quick passes tap as --exclude. */
 function quickExcludes (script: string): string[] {
@@ -38,15 +44,17 @@ t.test('test:quick is scripts/test-quick.js on the suite, with a throwaway Redis
   t.ok(quickExcludes(script).includes('test/fixtures/**'), 'the fixtures stay out, as in the full run')
 })
 
-t.test('every test file is quick or slow: none that starts a process is quick, each slow one starts one', async t => {
+t.test('every test file is quick or slow: none that starts a process is quick, each slow one starts one or injects a Redis fault', async t => {
   const excludes = quickExcludes(PACKAGE.scripts['test:quick']).filter(p => p !== 'test/fixtures/**')
   const slow = picomatch(excludes)
   t.ok(files.length > 100, 'the suite was found')
   // This file names the markers it looks for.
   for (const file of files.filter(f => f !== 'test/test-sets.test.ts')) {
-    const starts = SLOW.exec(readFileSync(join(ROOT, file), 'utf8'))
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    const starts = SLOW.exec(text)
     if (slow(file)) {
-      t.ok(starts !== null, `${file}: slow, starts a process`, { fix: 'it starts none: take it out of test:quick\'s slow list (package.json)' })
+      t.ok(starts !== null || FAULT.test(text), `${file}: slow, starts a process or puts a Redis through an outage`,
+        { fix: 'it does neither: take it out of test:quick\'s slow list (package.json)' })
     } else {
       t.equal(starts?.[0], undefined, `${file}: quick, starts no process`, { fix: 'add it to test:quick\'s slow list (package.json)' })
     }
@@ -67,6 +75,10 @@ t.test('the classification check itself: the patterns as the script writes them'
   for (const line of ['/x/.exec(line)', "execFileSync('mkfifo', [])", 'privateRedis(t)', 'spawnSync(x)', 'observe(t)']) {
     t.notMatch(line, SLOW, line)
   }
+  for (const line of ['redis.stop()', 'await redis.restart()', "redis.call('CLIENT', 'PAUSE', '2500', 'WRITE')", "'CONFIG', 'SET', 'maxmemory', '1'"]) {
+    t.match(line, FAULT, line)
+  }
+  for (const line of ['privateRedis(t)', 'redis.resume()', 'app.close()', 'stop()']) t.notMatch(line, FAULT, line)
 })
 
 t.test('each file runs with the project\'s TypeScript loader alone: tap is built with the configured plugins first', async t => {

@@ -109,24 +109,6 @@ t.test('on an IPv6 host: the server binds it, and callers are known by their add
   t.equal(peerAddress('::1'), '::1', 'a bare IPv6 address')
 })
 
-t.test('health follows readiness: NOT_SERVING while Redis does not answer, SERVING once it does', async t => {
-  const redis = await privateRedis(t)
-  const { target } = await listenGrpc(t, {
-    executor,
-    config: { services: { cache: { type: 'cache', url: redis.url } }, tasks: { backend: 'kvcache' }, push_notifications: { backend: 'kvcache' } }
-  })
-  const { health } = grpcClients(t, target)
-  const check = async () => (await unary(health, 'Check', { service: 'lf.a2a.v1.A2AService' })).value?.status
-  t.equal(await check(), 'SERVING')
-  redis.stop()
-  // Asked every 5 s, each check within 2 s.
-  await until(async () => await check() === 'NOT_SERVING', 1500)
-  t.pass('NOT_SERVING')
-  redis.resume()
-  await until(async () => await check() === 'SERVING', 1500)
-  t.pass('SERVING again')
-})
-
 t.test('the metrics count gRPC calls under their methods, as over the other bindings', async t => {
   const { url, target } = await listenGrpc(t, { executor, config: { metrics: { enabled: true } } })
   const { v1 } = grpcClients(t, target)
