@@ -84,7 +84,7 @@ export function createHostLookups (opts: HostLookupsOptions = {}): HostLookups {
         entry.waiting = undefined
         running++
         lookup(hostname).then(resolve, (err: NodeJS.ErrnoException) => {
-          if (NO_SUCH_NAME.has(err.code ?? '')) missing.set(hostname, { until: now() + negativeTtlMs, error: err })
+          if (NO_SUCH_NAME.has(String(err.code))) missing.set(hostname, { until: now() + negativeTtlMs, error: err })
           reject(err)
         }).finally(() => {
           running--
@@ -134,13 +134,14 @@ export function createHostLookups (opts: HostLookupsOptions = {}): HostLookups {
       timer.unref()
     })
     try {
-      return await Promise.race([entry.promise, expired])
+      const addresses = await Promise.race([entry.promise, expired])
+      clearTimeout(timer)
+      return addresses
     } catch (err) {
+      clearTimeout(timer)
       if ((err as NodeJS.ErrnoException).code === 'ETIMEOUT') leave(hostname, entry)
       else entry.callers--
       throw err
-    } finally {
-      clearTimeout(timer)
     }
   }
 
