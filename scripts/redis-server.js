@@ -1,5 +1,5 @@
 // A throwaway redis-server: its own process on a free port of 127.0.0.1, nothing saved to disk. Used by the test
-// command when no Redis answers (scripts/with-redis.js) and by the bench's Redis targets (bench/redis.js).
+// command when no Redis answers (scripts/with-services.js) and by the bench's Redis targets (bench/redis.js).
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'

@@ -1,5 +1,5 @@
-// The processes a test run leaves behind. scripts/with-redis.js gives the command it runs (the tap suite) a run id in
-// A2A_TEST_RUN; every process started under it inherits the variable (test/processes.ts adds it to a child whose
+// The processes a test run leaves behind. scripts/with-services.js gives the command it runs (the tap suite) a run id
+// in A2A_TEST_RUN; every process started under it inherits the variable (test/processes.ts adds it to a child whose
 // environment a test writes whole). Once the command has exited, any process whose environment still carries the id
 // outlived its test: it is named, killed, and the run fails. A run inside a run (the wrapper's own tests) appends its
 // id to the list, so the outer run sees its leftovers too. Linux only (it reads /proc); elsewhere nothing is found.

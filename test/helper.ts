@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import type { ClientHttp2Session } from 'node:http2'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
@@ -216,14 +217,14 @@ export async function buildLogged (t: Teardown, opts: A2AOptions = {}): Promise<
 
 /**
  * The Redis the tests use (each file its own database numbers): A2A_TEST_REDIS_URL, which `npm test` sets
- * (scripts/with-redis.js: a throwaway redis-server it starts and stops, unless the variable names one already).
+ * (scripts/with-services.js: a throwaway redis-server it starts and stops, unless the variable names one already).
  */
 export const TEST_REDIS = (() => {
   const url = new URL(process.env.A2A_TEST_REDIS_URL || 'redis://127.0.0.1:0')
   return { url: `redis://${url.host}`, host: url.hostname, port: Number(url.port || 6379) }
 })()
 
-/** The run started TEST_REDIS itself (scripts/with-redis.js): its databases are the tests' own to empty. */
+/** The run started TEST_REDIS itself (scripts/with-services.js): its databases are the tests' own to empty. */
 const OWNED_REDIS = process.env.A2A_TEST_REDIS_OWNED === '1'
 
 /** The YAML of a config whose tasks and push configs are in the Redis at `url` (the kvcache backends). */
@@ -301,6 +302,66 @@ export async function redisDb (t: Teardown, db: number): Promise<import('ioredis
     client.disconnect()
   })
   return client
+}
+
+/** Why the tests have no PostgreSQL, and how to give them one: `url` is A2A_TEST_POSTGRES_URL. */
+const postgresUnreachable = (url: string | undefined): string => url
+  ? `PostgreSQL is not reachable at ${url} (A2A_TEST_POSTGRES_URL): start it, or unset the variable and run the ` +
+    'suite with npm test or npm run test:only -- <file>, which start a throwaway cluster'
+  : 'A2A_TEST_POSTGRES_URL is not set: run the suite with npm test, or one file with npm run test:only -- <file>; both ' +
+    'start a throwaway PostgreSQL cluster for the run'
+
+/** Runs `use` with a client of its own on the PostgreSQL at `url`, closed after. */
+async function withPostgres<T> (url: string, use: (client: import('pg').Client) => Promise<T>): Promise<T> {
+  // Imported here: most test files never touch PostgreSQL, and they all import this file.
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+  } catch {
+    // Not awaited: a server that never answered may never acknowledge the goodbye either.
+    client.end().catch(() => {})
+    throw new Error(postgresUnreachable(url))
+  }
+  try {
+    return await use(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Drops database `name` of the server at `url`, ending the connections to it first. */
+async function dropDatabase (url: string, name: string): Promise<void> {
+  await withPostgres(url, async client => {
+    // A pool the test left open keeps the database in use, and one that reconnects may come back before the drop:
+    // end them, and again while a drop finds one (55006: object in use).
+    for (let attempt = 1; ; attempt++) {
+      await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name])
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name}`)
+        return
+      } catch (err) {
+        if (attempt === 5 || (err as { code?: string }).code !== '55006') throw err
+      }
+    }
+  })
+}
+
+/**
+ * A database of the test's own, `a2a_test_<random hex>`, created on the PostgreSQL at A2A_TEST_POSTGRES_URL (which
+ * `npm test` sets: scripts/with-services.js); resolves its URL (that server, that database). At teardown the
+ * connections left to it are ended and it is dropped. No other database of the server is touched, whoever made it.
+ */
+export async function testDatabase (t: Teardown): Promise<string> {
+  const server = process.env.A2A_TEST_POSTGRES_URL
+  if (!server) throw new Error(postgresUnreachable(server))
+  const name = `a2a_test_${randomBytes(8).toString('hex')}`
+  await withPostgres(server, client => client.query(`CREATE DATABASE ${name}`))
+  t.teardown(() => dropDatabase(server, name))
+  const url = new URL(server)
+  url.pathname = `/${name}`
+  return url.href
 }
 
 export interface PrivateRedis {

@@ -1,6 +1,6 @@
 // Process hygiene of the suite: every process a test starts is killed with its whole group at teardown, when the
 // file times out, and when the test process exits (test/processes.ts); whatever outlives its run anyway is named,
-// killed, and fails the run (scripts/run-processes.js, called by scripts/with-redis.js).
+// killed, and fails the run (scripts/run-processes.js, called by scripts/with-services.js).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,7 +12,7 @@ import { TEST_REDIS, until } from './helper.js'
 import { TS_IMPORT, adoptGroup, killAll, liveGroups, runChild, spawnChild } from './processes.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const WRAPPER = join(ROOT, 'scripts', 'with-redis.js')
+const WRAPPER = join(ROOT, 'scripts', 'with-services.js')
 const TAP = join(ROOT, 'node_modules', '.bin', 'tap')
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'processes')
 

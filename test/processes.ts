@@ -4,8 +4,9 @@
 // - when tap times the file out: the runner's timeout message arrives before any teardown runs, and a teardown that
 //   hangs (a server that will not close) would keep the ones after it from running;
 // - when this process exits without having torn down.
-// What survives all three (this process killed outright) is found at the end of the run by scripts/with-redis.js
-// through A2A_TEST_RUN, which every child carries, even one whose environment the test writes whole.
+// What survives all three (this process killed outright) is found at the end of the run by
+// scripts/with-services.js through A2A_TEST_RUN, which every child carries, even one whose environment the test
+// writes whole.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { RUN_MARKER, killGroup } from '../scripts/run-processes.js'
 

@@ -37,10 +37,10 @@ const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8
   .filter(file => file.endsWith('.test.ts') && !file.startsWith('test/fixtures/'))
   .sort()
 
-t.test('test:quick is scripts/test-quick.js on the suite, with a throwaway Redis, less the slow files', async t => {
+t.test('test:quick is scripts/test-quick.js on the suite, with a throwaway Redis and PostgreSQL, less the slow files', async t => {
   const script: string = PACKAGE.scripts['test:quick']
-  t.match(script, /^node scripts\/tap-plugins\.js && node scripts\/with-redis\.js node scripts\/test-quick\.js /)
-  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/tap-plugins.js && node scripts/with-redis.js node scripts/test-quick.js', 'nothing but excludes')
+  t.match(script, /^node scripts\/tap-plugins\.js && node scripts\/with-services\.js node scripts\/test-quick\.js /)
+  t.same(script.replace(/ --exclude='[^']+'/g, ''), 'node scripts/tap-plugins.js && node scripts/with-services.js node scripts/test-quick.js', 'nothing but excludes')
   t.ok(quickExcludes(script).includes('test/fixtures/**'), 'the fixtures stay out, as in the full run')
 })
 
@@ -83,7 +83,7 @@ t.test('the classification check itself: the patterns as the script writes them'
 
 t.test('each file runs with the project\'s TypeScript loader alone: tap is built with the configured plugins first', async t => {
   for (const name of ['test', 'test:only', 'test:quick']) {
-    t.match(PACKAGE.scripts[name], /(?:^|&& )node scripts\/tap-plugins\.js && node scripts\/with-redis\.js /, `${name} runs scripts/tap-plugins.js before the files`)
+    t.match(PACKAGE.scripts[name], /(?:^|&& )node scripts\/tap-plugins\.js && node scripts\/with-services\.js /, `${name} runs scripts/tap-plugins.js before the files`)
   }
   t.ok(PACKAGE.tap.plugin.includes('!@tapjs/typescript'), 'tap\'s ts-node plugin is off')
   // This file's own process: started by tap's runner or by test-quick, after scripts/tap-plugins.js.

@@ -1,0 +1,5 @@
+// Types of scripts/postgres-server.js, for the tests that use it.
+export declare const POSTGRES_INSTALL_HINT: string
+export declare function postgresBinDir (root?: string): string | null
+export declare function pingPostgres (url: string): Promise<boolean>
+export declare function startPostgres (): Promise<{ url: string, port: number, pid: number, dir: string, stop (): Promise<void> }>
