@@ -257,6 +257,29 @@ export const CacheServiceSchema = Type.Object({
 }, { additionalProperties: false })
 export type CacheService = Static<typeof CacheServiceSchema>
 
+/**
+ * `services.postgres`: the PostgreSQL server of the `postgres` backends (docs/stores.md). The entry is found by its
+ * name; `type` may be left out.
+ */
+export const PostgresServiceSchema = Type.Object({
+  type: Type.Literal('postgres', { default: 'postgres' }),
+  url: Type.String({ minLength: 1 }),
+  /** Apply the shipped migrations at start, under an advisory lock (one instance migrates, the others wait). */
+  migrate: Bool(true),
+  pool_size: Int(10, { minimum: 1, maximum: 1000 }),
+  /** Every statement is cut off past this (PostgreSQL's statement_timeout). */
+  statement_timeout_ms: Int(5000, { minimum: 1 })
+}, { additionalProperties: false })
+export type PostgresService = Static<typeof PostgresServiceSchema>
+
+/**
+ * `services`: named Redis entries (`type: cache`), and the PostgreSQL one under the name `postgres`. (The static type
+ * says what any entry may be; `redisService` and `postgresService` pick them.)
+ */
+const ServicesSchema = Type.Unsafe<Record<string, CacheService | PostgresService>>(Type.Object({
+  postgres: Type.Optional(PostgresServiceSchema)
+}, { additionalProperties: CacheServiceSchema, default: {} }))
+
 /** `tools.list_directory.root` when the configuration leaves it out: created at start when missing. */
 export const DEFAULT_ROOT = './workspace'
 
@@ -267,7 +290,7 @@ export const ConfigSchema = Type.Object({
   security: SecurityConfigSchema,
   push_notifications: PushConfigSettingsSchema,
   tasks: TasksConfigSchema,
-  services: Type.Record(Type.String({ minLength: 1 }), CacheServiceSchema, { default: {} }),
+  services: ServicesSchema,
   tools: obj({
     list_directory: obj({
       root: Str(DEFAULT_ROOT, { minLength: 1 })

@@ -30,14 +30,14 @@ t.test('--help and -h print the usage and exit 0', async t => {
   for (const res of await Promise.all([run(dir, '--help'), run(dir, '-h')])) {
     t.equal(res.status, 0)
     t.match(res.stdout, /^Usage: fastify-a2a <command>/)
-    t.match(res.stdout, /serve[\s\S]*validate[\s\S]*card[\s\S]*init[\s\S]*webhook-sink/)
+    t.match(res.stdout, /serve[\s\S]*validate[\s\S]*card[\s\S]*init[\s\S]*migrate[\s\S]*webhook-sink/)
     t.equal(res.stderr, '')
   }
 })
 
 t.test('every command prints its own usage with --help', async t => {
   const dir = t.testdir({})
-  const commands = ['serve', 'validate', 'card', 'init', 'webhook-sink']
+  const commands = ['serve', 'validate', 'card', 'init', 'migrate', 'webhook-sink']
   const results = await Promise.all([...commands.map(c => run(dir, c, '--help')), run(dir, 'validate', '-h')])
   for (const [i, res] of results.entries()) {
     const command = commands[i] ?? 'validate'
@@ -46,7 +46,8 @@ t.test('every command prints its own usage with --help', async t => {
   }
   t.match(results[0].stdout, /--host H[\s\S]*--port N/)
   t.match(results[3].stdout, /--force/)
-  t.match(results[4].stdout, /--host H[\s\S]*--port N[\s\S]*--secret S/)
+  t.match(results[4].stdout, /--dry-run/)
+  t.match(results[5].stdout, /--host H[\s\S]*--port N[\s\S]*--secret S/)
 })
 
 t.test('--version prints the package version', async t => {

@@ -18,7 +18,7 @@ const LAYERS: ReadonlyArray<{ name: string, rank: number, paths: readonly string
     rank: 2,
     paths: ['services/tasks/', 'services/push/', 'services/auth/', 'services/agent/', 'services/config/', 'services/serving/']
   },
-  { name: 'kernel', rank: 0, paths: ['services/kernel/', 'services/redis/', 'schemas/'] }
+  { name: 'kernel', rank: 0, paths: ['services/kernel/', 'services/redis/', 'services/postgres/', 'schemas/'] }
 ]
 
 /** Imports that go up a layer and stay, each with the reason. None today. */

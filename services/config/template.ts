@@ -253,7 +253,8 @@ tasks:
   lease_ttl: ${y(d.tasks.lease_ttl)}
 
 # Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;
-# env REDIS_URL replaces its url (and creates services.cache when there is none).
+# env REDIS_URL replaces its url (and creates services.cache when there is none). The entry named postgres is the
+# PostgreSQL server: \`fastify-a2a migrate\` applies the schema to it.
 services: {}
 # services:
 #   cache:
@@ -262,6 +263,11 @@ services: {}
 #     db: 0                         # 0 to 15
 #     max_connections: 20
 #     retry_on_timeout: true
+#   postgres:
+#     url: \${DATABASE_URL}         # postgres:// or postgresql://
+#     migrate: true                 # apply the schema migrations at start (one instance at a time)
+#     pool_size: 10
+#     statement_timeout_ms: 5000
 
 tools:
   list_directory:

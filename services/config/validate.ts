@@ -89,7 +89,7 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
     checkUrl(['security', 'auth', 'oauth2', 'introspection_endpoint'], oauth2.introspection_endpoint, http)
   }
   for (const [name, service] of Object.entries(services)) {
-    checkUrl(['services', name, 'url'], service.url, ['redis:', 'rediss:'])
+    checkUrl(['services', name, 'url'], service.url, service.type === 'postgres' ? ['postgres:', 'postgresql:'] : ['redis:', 'rediss:'])
   }
 
   config.push_notifications.config.allowed_networks.forEach((network, i) => {
