@@ -226,18 +226,18 @@ async function migrateSchema (values: Values): Promise<number> {
   try {
     client = await connectOnce(service.url)
     const { from, to, applied } = await migrate(client, { dryRun })
+    await client.end()
     for (const m of applied) console.log(`${dryRun ? 'would apply' : 'applied'} ${m.version} ${m.name}`)
     console.log(applied.length === 0 ? `schema at version ${from}: up to date` : `schema at version ${to}${dryRun ? ` (${applied.length} to apply)` : ''}`)
     return 0
   } catch (err) {
+    await client?.end()
     // The database unreachable or gone, its schema newer than this code, a migration that failed: one line each. A
     // mistake in the code is not one of those, and surfaces with its stack.
     /* c8 ignore next */
     if (err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError) throw err
     console.error(`fastify-a2a: ${(err as Error).message}`)
     return 1
-  } finally {
-    await client?.end()
   }
 }
 

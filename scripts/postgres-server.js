@@ -25,6 +25,7 @@ function executable (file) {
 
 /** The folder `initdb` on the PATH really lives in (a symlink's target's: that is where `postgres` is), or null. */
 function fromPath () {
+  /* c8 ignore next -- a process without a PATH */
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir && executable(join(dir, 'initdb'))) return dirname(realpathSync(join(dir, 'initdb')))
   }
@@ -68,20 +69,15 @@ export function postgresBinDir (root = '/usr/lib/postgresql') {
 export async function pingPostgres (url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000, query_timeout: 2000 })
   client.on('error', () => {})
-  try {
-    await client.connect()
-    await client.query('SELECT 1')
-    return true
-  } catch {
-    return false
-  } finally {
-    // Not awaited: a server that never answered may never acknowledge the goodbye either.
-    client.end().catch(() => {})
-  }
+  const answered = await client.connect().then(() => client.query('SELECT 1')).then(() => true, () => false)
+  // Not awaited: a server that never answered may never acknowledge the goodbye either.
+  client.end().catch(() => {})
+  return answered
 }
 
 /** The user the cluster runs as: this process's own, or, as root (which PostgreSQL refuses), the postgres user. */
 function clusterUser () {
+  /* c8 ignore next -- getuid is missing on Windows only */
   if (process.getuid?.() !== 0) return {}
   const id = flag => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' })
   const [uid, gid] = [id('-u'), id('-g')]
@@ -110,13 +106,14 @@ async function initdb (bin, dir, user) {
 function childrenOf (pid) {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
+  /* c8 ignore next 3 -- not Linux, or postgres gone between the timer and the read */
   } catch {
     return []
   }
 }
 
-/** Stops postgres: SIGINT, its fast shutdown (it ends its own processes first); SIGKILL to them all after 10 s. */
-async function halt (child) {
+/** Stops postgres: SIGINT, its fast shutdown (it ends its own processes first); SIGKILL to them all after `graceMs`. */
+async function halt (child, graceMs) {
   // Not started (spawn failed), or exited already.
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
   const exited = once(child, 'exit')
@@ -125,17 +122,18 @@ async function halt (child) {
     for (const pid of [...childrenOf(child.pid), child.pid]) {
       try {
         process.kill(pid, 'SIGKILL')
+      /* c8 ignore next 3 -- gone between the read and the kill */
       } catch {
         // Gone meanwhile.
       }
     }
-  }, 10_000)
+  }, graceMs)
   await exited
   clearTimeout(timer)
 }
 
 /** Starts postgres on the cluster in `dir`; resolves once it answers, with the `{ url, port, pid, dir, stop }` of startPostgres. */
-async function serve (bin, dir, user) {
+async function serve (bin, dir, user, { answerWithinMs, graceMs }) {
   const port = await freePort()
   const log = join(dir, 'postgres.log')
   const fd = openSync(log, 'a')
@@ -150,14 +148,14 @@ async function serve (bin, dir, user) {
   child.once('exit', () => { failure ??= `postgres exited before it answered: ${lastLine(readFileSync(log, 'utf8'))}` })
   let stopping = null
   const stop = () => {
-    stopping ??= halt(child).then(() => rmSync(dir, { recursive: true, force: true }))
+    stopping ??= halt(child, graceMs).then(() => rmSync(dir, { recursive: true, force: true }))
     return stopping
   }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
-  const deadline = Date.now() + 30_000
+  const deadline = Date.now() + answerWithinMs
   while (failure === null) {
     if (await pingPostgres(url)) return { url, port, pid: child.pid, dir, stop }
-    if (Date.now() > deadline) failure = `postgres on port ${port} did not answer within 30 s`
+    if (Date.now() > deadline) failure = `postgres on port ${port} did not answer within ${answerWithinMs / 1000} s`
     else await sleep(100)
   }
   await stop()
@@ -168,10 +166,11 @@ async function serve (bin, dir, user) {
  * Starts a throwaway cluster: `initdb` in a temp folder, then `postgres` on a free port of 127.0.0.1, as the postgres
  * user when this runs as root. Resolves `{ url, port, pid, dir, stop }` once it answers `SELECT 1`; `stop()` shuts it
  * down and removes its folder. Rejects, leaving nothing behind, when PostgreSQL is not installed, when as root there
- * is no postgres user, and when the cluster does not start.
+ * is no postgres user, and when the cluster does not start. Options, for the tests of those failures: `bin`, the
+ * folder of the programs (default `postgresBinDir()`); `answerWithinMs` (30 s); `graceMs`, how long a stop waits for
+ * the fast shutdown before it kills (10 s).
  */
-export async function startPostgres () {
-  const bin = postgresBinDir()
+export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 30_000, graceMs = 10_000 } = {}) {
   if (bin === null) throw new Error(`PostgreSQL's initdb and postgres were not found: ${POSTGRES_INSTALL_HINT}`)
   const user = clusterUser()
   const dir = mkdtempSync(join(tmpdir(), 'a2a-postgres-'))
@@ -182,5 +181,5 @@ export async function startPostgres () {
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
-  return serve(bin, dir, user)
+  return serve(bin, dir, user, { answerWithinMs, graceMs })
 }

@@ -36,6 +36,8 @@ t.test('no services.postgres, an unreachable server, a missing database: one lin
   const missingEntry = await migrateCli(t, none, [])
   t.equal(missingEntry.status, 1)
   t.equal(missingEntry.stderr, `fastify-a2a: migrate needs services.postgres.url in ${join(none, 'agent.yml')}\n`)
+  const defaults = await runChild(t, process.execPath, [CLI, 'migrate'], { cwd: t.testdir({}), env: ENV })
+  t.same([defaults.status, defaults.stderr], [1, 'fastify-a2a: migrate needs services.postgres.url in the configuration\n'], 'no config file: the built-in defaults')
 
   const url = new URL(await testDatabase(t))
   url.pathname = '/a2a_no_such_database'

@@ -4,12 +4,13 @@
 // tests' own databases on the run's PostgreSQL (testDatabase).
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { connect, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { pingPostgres, postgresBinDir, startPostgres } from '../scripts/postgres-server.js'
 import { hasRedisServer, ping, startRedis } from '../scripts/redis-server.js'
 import { TEST_REDIS, clearDb, privateRedis, silentServer, testDatabase, until } from './helper.js'
@@ -61,6 +62,24 @@ async function listening (port: number): Promise<boolean> {
   }
 }
 
+/**
+ * What a probe printed (`<url> <answer> owned|...`) when the wrapper started a throwaway server for it: a server of
+ * its own, not this run's, never on the usual port, that answered, that the tests own, and that is gone once the
+ * wrapper has exited. Its URL.
+ */
+async function servedByThrowaway (t: Test, run: { status: number | null, stdout: string, stderr: string },
+  expected: { ours: string | undefined, usualPort: string, answer: string }): Promise<string> {
+  t.equal(run.status, 0, run.stderr)
+  const [url, answer, owned] = run.stdout.trim().split(' ')
+  t.not(url, expected.ours, 'not the server of this run')
+  t.not(new URL(url).port, expected.usualPort, 'never a server that happens to answer on the usual port')
+  t.equal(answer, expected.answer, 'the throwaway server answered the command')
+  t.equal(owned, 'owned')
+  t.equal(run.stderr, '')
+  t.notOk(await listening(Number(new URL(url).port)), 'nothing listens there once the wrapper has exited')
+  return url
+}
+
 t.test('the Redis A2A_TEST_REDIS_URL names is used, as given, and the command\'s status is the exit status', async t => {
   const run = await wrap(t, ['node', '-e', PROBE], { A2A_TEST_REDIS_URL: TEST_REDIS.url, A2A_TEST_REDIS_OWNED: '1', EXIT_WITH: '3' })
   t.equal(run.status, 3)
@@ -81,15 +100,8 @@ t.test('a Redis named in A2A_TEST_REDIS_URL that does not answer fails the run a
 
 t.test('without A2A_TEST_REDIS_URL, a throwaway redis-server serves the run, is the tests\' own, and is stopped at its end', async t => {
   const run = await wrap(t, ['node', '-e', PROBE], { A2A_TEST_REDIS_URL: '' })
-  t.equal(run.status, 0)
-  const [url, reply, owned] = run.stdout.trim().split(' ')
+  const url = await servedByThrowaway(t, run, { ours: TEST_REDIS.url, usualPort: '6379', answer: '+PONG' })
   t.equal(new URL(url).hostname, '127.0.0.1')
-  t.not(url, TEST_REDIS.url, 'not the Redis of this run')
-  t.not(new URL(url).port, '6379', 'never a Redis that happens to answer on the usual port')
-  t.equal(reply, '+PONG', 'the throwaway Redis answered the command')
-  t.equal(owned, 'owned')
-  t.equal(run.stderr, '')
-  t.notOk(await listening(Number(new URL(url).port)), 'nothing listens there once the wrapper has exited')
 })
 
 t.test('without redis-server on the PATH it fails at once with one line on how to install it', async t => {
@@ -231,15 +243,8 @@ t.test('a PostgreSQL named in A2A_TEST_POSTGRES_URL that does not answer fails t
 
 t.test('without A2A_TEST_POSTGRES_URL, a throwaway cluster serves the run, is the tests\' own, and is stopped at its end', async t => {
   const run = await wrap(t, ['node', '-e', PG_PROBE], { A2A_TEST_REDIS_URL: TEST_REDIS.url, A2A_TEST_POSTGRES_URL: '' })
-  t.equal(run.status, 0, run.stderr)
-  const [url, answer, owned] = run.stdout.trim().split(' ')
+  const url = await servedByThrowaway(t, run, { ours: process.env.A2A_TEST_POSTGRES_URL, usualPort: '5432', answer: '1' })
   t.match(url, /^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
-  t.not(url, process.env.A2A_TEST_POSTGRES_URL, 'not the PostgreSQL of this run')
-  t.not(new URL(url).port, '5432', 'never a PostgreSQL that happens to answer on the usual port')
-  t.equal(answer, '1', 'the throwaway cluster answered the command')
-  t.equal(owned, 'owned')
-  t.equal(run.stderr, '')
-  t.notOk(await listening(Number(new URL(url).port)), 'nothing listens there once the wrapper has exited')
 })
 
 t.test('the throwaway cluster itself: on a free port, answering, not as root; stopped once, it leaves no folder and no process', async t => {
@@ -257,6 +262,28 @@ t.test('the throwaway cluster itself: on a free port, answering, not as root; st
   t.notOk(existsSync(cluster.dir), 'its folder is removed')
   t.same(processes.filter(alive), [], 'postgres and every process it started are gone')
   t.equal(await pingPostgres(cluster.url), false)
+})
+
+t.test('a cluster that does not start leaves nothing behind, and says why: initdb failing, postgres exiting, or not answering', async t => {
+  // Stand-ins for the programs, in a folder the postgres user may read (they run as it when this runs as root).
+  const bin = (name: string, initdb: string, postgres: string): string => {
+    const dir = join(t.testdir({ [name]: {} }), name)
+    script(dir, 'initdb', initdb)
+    script(dir, 'postgres', postgres)
+    return dir
+  }
+  const folders = () => readdirSync(tmpdir()).filter(name => name.startsWith('a2a-postgres-')).sort()
+  const before = folders()
+  await t.rejects(startPostgres({ bin: bin('failing', 'echo "initdb: could not create directory" >&2; exit 1', 'exit 0') }),
+    { message: 'initdb failed: initdb: could not create directory' })
+  await t.rejects(startPostgres({ bin: bin('quiet', 'exit 3', 'exit 0') }), { message: /^initdb failed: Command failed: .*initdb/ })
+  await t.rejects(startPostgres({ bin: null }), { message: /^PostgreSQL's initdb and postgres were not found: install it \(Debian/ })
+  await t.rejects(startPostgres({ bin: bin('exiting', 'exit 0', 'echo "FATAL:  bad setting" >&2; exit 1') }),
+    { message: 'postgres exited before it answered: FATAL:  bad setting' })
+  // One that never answers and ignores the fast shutdown: the stop kills it once its grace is over.
+  await t.rejects(startPostgres({ bin: bin('silent', 'exit 0', "trap '' INT; exec sleep 60"), answerWithinMs: 300, graceMs: 200 }),
+    { message: /^postgres on port \d+ did not answer within 0\.3 s$/ })
+  t.same(folders(), before, 'no folder is left')
 })
 
 t.test('as root without a postgres user to run the cluster as, a clear error', { skip: process.getuid?.() !== 0 && 'only root needs the postgres user' }, async t => {

@@ -9,7 +9,8 @@ export class PostgresUnreachable extends Error {
 export function describeUrl (url: string): string {
   const parsed = new URL(url)
   const user = decodeURIComponent(parsed.username) || 'the default user'
-  return `${user}@${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname === '/' ? '' : parsed.pathname}`
+  // (A postgres:// URL without a database has the path '', or '/'.)
+  return `${user}@${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname.length > 1 ? parsed.pathname : ''}`
 }
 
 /**

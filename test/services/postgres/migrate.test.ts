@@ -110,7 +110,9 @@ t.test('a server that cannot be used is one line naming it, never its password',
   closed.port = String(await freePortOf())
   t.match(await message(closed.href), /^PostgreSQL at .*: connection refused \(is it running, on that port\?\)$/)
   t.equal(describeUrl(`postgres://${at.hostname}/x`), `the default user@${at.hostname}:5432/x`)
-  for (const [code, words] of [['ENOTFOUND', 'unknown host'], ['57P03', 'starting up or shutting down'], ['ETIMEDOUT', 'no answer in time'], ['XX000', 'boom']]) {
+  t.equal(describeUrl('postgres://a2a@db.example.com:6543'), 'a2a@db.example.com:6543', 'no database named')
+  t.equal(describeUrl('postgres://a2a@db.example.com:6543/'), 'a2a@db.example.com:6543')
+  for (const [code, words] of [['ENOTFOUND', 'unknown host'], ['EAI_AGAIN', 'unknown host'], ['28P01', 'refused the credentials'], ['57P03', 'starting up or shutting down'], ['ETIMEDOUT', 'no answer in time'], ['XX000', 'boom']]) {
     t.match(connectProblem(Object.assign(new Error(code === 'ETIMEDOUT' ? 'Connection timeout' : 'boom'), { code }), 'postgres://u:p@h:1/d'), words)
   }
 })
