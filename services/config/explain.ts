@@ -69,7 +69,10 @@ export function schemaProblems (errors: ErrorObject[], sources: ConfigSources): 
         say(`must be one of ${(e.params.allowedValues as unknown[]).map(String).join(', ')}`)
         break
       case 'const':
-        say(`must be ${String(e.params.allowedValue)}`)
+        // Any name but `postgres` is a Redis entry: say where a PostgreSQL one goes.
+        say(`must be ${String(e.params.allowedValue)}${path[0] === 'services' && path[2] === 'type' && e.data === 'postgres'
+          ? '; the PostgreSQL entry is the one named services.postgres'
+          : ''}`)
         break
       case 'minLength':
         say(`must have at least ${e.params.limit} character(s)`)

@@ -28,5 +28,5 @@ t.test('a wrong services.postgres says what is wrong, with its path', async t =>
   t.same(problemsOf(() => validateConfig({ services: { postgres: { type: 'cache', url: 'postgres://db/a2a' } } })),
     ['services.postgres.type: must be postgres (got "cache")'])
   t.same(problemsOf(() => validateConfig({ services: { db: { type: 'postgres', url: 'postgres://db/a2a' } } })),
-    ['services.db.type: must be cache (got "postgres")'])
+    ['services.db.type: must be cache; the PostgreSQL entry is the one named services.postgres (got "postgres")'])
 })
