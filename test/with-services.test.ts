@@ -4,7 +4,7 @@
 // tests' own databases on the run's PostgreSQL (testDatabase).
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -265,9 +265,14 @@ t.test('the throwaway cluster itself: on a free port, answering, not as root; st
 })
 
 t.test('a cluster that does not start leaves nothing behind, and says why: initdb failing, postgres exiting, or not answering', async t => {
-  // Stand-ins for the programs, in a folder the postgres user may read (they run as it when this runs as root).
+  // Stand-ins for the programs, in a folder of the system's temp folder that the postgres user may read (they run
+  // as it when this runs as root; the test's own folder may be in a clone it cannot enter).
+  const standIns = mkdtempSync(join(tmpdir(), 'a2a-stand-ins-'))
+  chmodSync(standIns, 0o755)
+  t.teardown(() => rmSync(standIns, { recursive: true, force: true }))
   const bin = (name: string, initdb: string, postgres: string): string => {
-    const dir = join(t.testdir({ [name]: {} }), name)
+    const dir = join(standIns, name)
+    mkdirSync(dir, { mode: 0o755 })
     script(dir, 'initdb', initdb)
     script(dir, 'postgres', postgres)
     return dir
