@@ -25,7 +25,7 @@ const LAYERS: ReadonlyArray<{ name: string, rank: number, paths: readonly string
 const ALLOWED_UPWARD: ReadonlyMap<string, string> = new Map()
 
 /** The store files of a service: they import stores and the kernel, never the service that uses them. */
-const STORE = /^services\/(tasks|push)\/(store|memory-store|redis-store|redis-scripts|redis-chunks|outbox)\.ts$/
+const STORE = /^services\/(tasks|push)\/(store|memory-store|redis-store|postgres-store|redis-scripts|redis-chunks|outbox)\.ts$/
 const SERVICE_CLASSES = /^services\/(tasks\/(task-service|writer|run-loop|housekeeping)|push\/(notifier|service|durable-queue))\.ts$/
 
 function sources (): string[] {

@@ -31,6 +31,8 @@ CREATE TABLE a2a_tasks (
   expires_at bigint,
   -- The version of the task's last event, kept or not: a reader that got every event is answered nothing.
   last_event integer NOT NULL DEFAULT 0,
+  -- An interrupted task handed out for cancellation is not handed out again before this (ms); a write clears it.
+  claimed_until bigint,
   record text NOT NULL
 );
 -- A filtered page costs about its size: one index per filter, each in insertion order.
@@ -50,6 +52,88 @@ CREATE TABLE a2a_task_events (
   body text NOT NULL,
   PRIMARY KEY (task_id, version)
 );
+
+-- An insert in one round trip: the owner's live cap counted under a lock of the owner's (each statement of a
+-- function sees what committed before it, so two inserts cannot both take the last place), then the row and the
+-- events of the first turn (the newest max_events of them). 1: inserted; 0: this very record is stored already (a
+-- retried insert); 2: the id holds another record; -1: the owner holds max_live unfinished tasks.
+CREATE FUNCTION a2a_insert_task (p_id text, p_owner text, p_context text, p_state text, p_version integer,
+  p_created bigint, p_updated bigint, p_expires bigint, p_record text, p_max_live integer,
+  p_event_versions integer[], p_event_bodies text[], p_max_events integer) RETURNS integer
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  held integer;
+  stored text;
+BEGIN
+  IF p_expires IS NULL AND p_max_live IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('a2a:live:' || p_owner, 0));
+    SELECT count(*) INTO held FROM a2a_tasks WHERE owner = p_owner AND expires_at IS NULL;
+    IF held >= p_max_live THEN
+      RETURN -1;
+    END IF;
+  END IF;
+  INSERT INTO a2a_tasks (id, owner, context_id, state, version, created_at, updated_at, expires_at, last_event, record)
+  VALUES (p_id, p_owner, p_context, p_state, p_version, p_created, p_updated, p_expires,
+    coalesce(p_event_versions[cardinality(p_event_versions)], 0), p_record)
+  ON CONFLICT (id) DO NOTHING;
+  IF NOT FOUND THEN
+    SELECT record INTO stored FROM a2a_tasks WHERE id = p_id;
+    RETURN CASE WHEN stored = p_record THEN 0 ELSE 2 END;
+  END IF;
+  INSERT INTO a2a_task_events (task_id, version, prev, body)
+  SELECT p_id, version, prev, body FROM (
+    SELECT e.version, coalesce(lag(e.version) OVER (ORDER BY e.ord), 0) AS prev, e.body, e.ord
+    FROM unnest(p_event_versions, p_event_bodies) WITH ORDINALITY AS e (version, body, ord)
+  ) AS events ORDER BY ord DESC LIMIT greatest(p_max_events, 0);
+  RETURN 1;
+END
+$fn$;
+
+-- The compare-and-set write in one round trip: the row moves on only from version p_version - 1, its event (if
+-- any) is kept with it, each event naming the one before, and the task's events beyond the newest max_events go.
+CREATE FUNCTION a2a_replace_task (p_id text, p_version integer, p_context text, p_state text, p_updated bigint,
+  p_expires bigint, p_record text, p_event_body text, p_max_events integer) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  before integer;
+BEGIN
+  UPDATE a2a_tasks AS t
+  SET version = p_version, context_id = p_context, state = p_state, updated_at = p_updated, expires_at = p_expires,
+    record = p_record, claimed_until = NULL,
+    last_event = CASE WHEN p_event_body IS NULL THEN t.last_event ELSE p_version END
+  FROM (SELECT last_event FROM a2a_tasks WHERE id = p_id FOR UPDATE) AS old
+  WHERE t.id = p_id AND t.version = p_version - 1
+  RETURNING old.last_event INTO before;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF p_event_body IS NOT NULL AND p_max_events > 0 THEN
+    INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES (p_id, p_version, before, p_event_body);
+    DELETE FROM a2a_task_events WHERE task_id = p_id AND version < (
+      SELECT version FROM a2a_task_events WHERE task_id = p_id ORDER BY version DESC OFFSET p_max_events - 1 LIMIT 1);
+  END IF;
+  RETURN true;
+END
+$fn$;
+
+-- An event kept after its write (the task service keeps it so when the store does not take it with the write):
+-- only if it is newer than the task's last one, naming that one as the event before it.
+CREATE FUNCTION a2a_keep_event (p_id text, p_version integer, p_body text, p_max_events integer) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  before integer;
+BEGIN
+  UPDATE a2a_tasks AS t SET last_event = p_version
+  FROM (SELECT last_event FROM a2a_tasks WHERE id = p_id FOR UPDATE) AS old
+  WHERE t.id = p_id AND t.last_event < p_version
+  RETURNING old.last_event INTO before;
+  IF FOUND AND p_max_events > 0 THEN
+    INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES (p_id, p_version, before, p_body);
+    DELETE FROM a2a_task_events WHERE task_id = p_id AND version < (
+      SELECT version FROM a2a_task_events WHERE task_id = p_id ORDER BY version DESC OFFSET p_max_events - 1 LIMIT 1);
+  END IF;
+END
+$fn$;
 `
   }
 ]

@@ -1,0 +1,189 @@
+import type pg from 'pg'
+import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../kernel/errors.js'
+import { isTerminal } from './states.js'
+import { keptBody, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import type { TaskEvent } from './event-bus.js'
+
+export interface PostgresTaskStoreOptions {
+  /** `tasks.ttl` in seconds: how long a terminal task is kept after its last update. */
+  ttlSeconds: number
+  /** `tasks.max_live_per_principal`: unfinished tasks one owner may hold; `insert` refuses one more. */
+  maxLivePerOwner?: number
+  /** `server.stream_replay`: events kept per task, and how long after it ends. Default 1000 events, 300 s. */
+  replay?: { maxEvents: number, ttlSeconds: number }
+  /** Clock in ms: expiry is counted on it (tests). Default Date.now. */
+  now?: () => number
+  /** How many rows one `list` query reads at most when `where` filters them; small values are for tests. Default 100. */
+  listBatchSize?: number
+}
+
+/** Most interrupted tasks one claim hands out; the next round takes the rest. */
+const CLAIM_BATCH = 100
+/** A claimed interrupted task that is still interrupted this much later is handed out again. */
+const INTERRUPTED_RECLAIM_MS = 60_000
+const INTERRUPTED = ['input_required', 'auth_required']
+
+/**
+ * Tasks in PostgreSQL (docs/stores.md, "PostgreSQL"; the schema: services/postgres/migrations.ts). Every write is one
+ * round trip: an insert and a compare-and-set are each one call of a function the migrations made. The record is
+ * kept as the JSON text it was written as. A terminal task is kept `ttlSeconds` after its last write, counted on
+ * this store's clock: reads skip it after that, and `deleteExpired` removes it. The pool is borrowed: `close` leaves
+ * it to its owner.
+ */
+export class PostgresTaskStore implements TaskStore {
+  readonly #pool: pg.Pool
+  readonly #ttlMs: number
+  readonly #maxLive: number | null
+  readonly #maxEvents: number
+  readonly #replayTtlMs: number
+  readonly #now: () => number
+  readonly #batch: number
+  /** The `keep` of each task still under way, so that a task's events are kept in their order. */
+  readonly #keeping = new Map<string, Promise<void>>()
+
+  constructor (pool: pg.Pool, opts: PostgresTaskStoreOptions) {
+    this.#pool = pool
+    this.#ttlMs = Math.max(1, Math.ceil(opts.ttlSeconds * 1000))
+    this.#maxLive = opts.maxLivePerOwner ?? null
+    this.#maxEvents = opts.replay?.maxEvents ?? 1000
+    this.#replayTtlMs = (opts.replay?.ttlSeconds ?? 300) * 1000
+    this.#now = opts.now ?? Date.now
+    this.#batch = opts.listBatchSize ?? 100
+  }
+
+  async insert (record: StoredTask, opts?: InsertOptions): Promise<void> {
+    const { task, owner } = record
+    const events = opts?.events ?? []
+    const { rows: [{ outcome }] } = await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS outcome', [
+      task.id, owner, task.contextId, task.status.state, record.version, record.createdAt, record.updatedAt,
+      this.#expiry(record), JSON.stringify(record), this.#maxLive, events.map(e => e.version),
+      events.map(e => JSON.stringify(keptBody(e))), this.#maxEvents
+    ])
+    if (outcome === -1) throw new LiveTaskLimit(owner)
+    if (outcome === 2) throw new TaskConflict(task.id)
+  }
+
+  async get (id: string): Promise<StoredTask | null> {
+    const { rows } = await this.#query('SELECT record FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()])
+    return rows.length === 0 ? null : JSON.parse(rows[0].record)
+  }
+
+  async version (id: string): Promise<number | null> {
+    const { rows } = await this.#query('SELECT version FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()])
+    return rows.length === 0 ? null : rows[0].version
+  }
+
+  async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
+    const { task } = next
+    const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', [
+      task.id, next.version, task.contextId, task.status.state, next.updatedAt, this.#expiry(next), JSON.stringify(next),
+      event === undefined ? null : JSON.stringify(keptBody(event)), this.#maxEvents
+    ])
+    return written
+  }
+
+  /** Keeps the event of a write just made, after the task's earlier ones; never throws (a lost event makes a reader resync). */
+  keep (taskId: string, event: TaskEvent): void {
+    const previous = this.#keeping.get(taskId) ?? Promise.resolve()
+    const kept: Promise<void> = previous.then(async () => {
+      await this.#pool.query('SELECT a2a_keep_event($1, $2, $3, $4)', [taskId, event.version, JSON.stringify(keptBody(event)), this.#maxEvents])
+    }).catch(() => {}).then(() => {
+      // The last one of the task's chain takes the chain away with it.
+      if (this.#keeping.get(taskId) === kept) this.#keeping.delete(taskId)
+    })
+    this.#keeping.set(taskId, kept)
+  }
+
+  async eventsAfter (taskId: string, after: number): Promise<KeptEvent[] | null> {
+    const { rows } = await this.#query(`SELECT t.last_event, t.state, t.updated_at, e.version, e.prev, e.body
+      FROM a2a_tasks t LEFT JOIN a2a_task_events e ON e.task_id = t.id AND e.version > $2
+      WHERE t.id = $1 AND (t.expires_at IS NULL OR t.expires_at > $3) ORDER BY e.version`, [taskId, after, this.#now()])
+    if (rows.length === 0 || rows[0].last_event <= after) return []
+    // The events of a task terminal for longer than the replay TTL are no longer kept.
+    const gone = isTerminal(rows[0].state) && Number(rows[0].updated_at) + this.#replayTtlMs <= this.#now()
+    // The first event after `after` must follow it directly, else some were trimmed away.
+    if (gone || rows[0].version === null || rows[0].prev > after) return null
+    return rows.map(row => ({ ...JSON.parse(row.body), version: row.version, prev: row.prev }))
+  }
+
+  async claimInterrupted (before: number): Promise<string[]> {
+    const { rows } = await this.#query(`UPDATE a2a_tasks SET claimed_until = $2
+      WHERE id IN (SELECT id FROM a2a_tasks WHERE state = ANY($3) AND updated_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
+        ORDER BY updated_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+      RETURNING id, updated_at, seq`, [before, before + INTERRUPTED_RECLAIM_MS, INTERRUPTED, CLAIM_BATCH])
+    return rows.sort((a, b) => Number(a.updated_at) - Number(b.updated_at) || Number(a.seq) - Number(b.seq)).map(row => row.id)
+  }
+
+  async list (query: TaskListQuery): Promise<TaskListPage> {
+    const { owner } = query
+    if (owner === undefined) throw new TypeError('PostgresTaskStore lists the tasks of one owner at a time')
+    let before = query.pageToken === undefined ? null : decodeToken(query.pageToken)
+    // One match past the page says whether there is a next page.
+    const wanted = query.pageSize + 1
+    const found: Array<{ seq: string, record: StoredTask }> = []
+    for (;;) {
+      const limit = query.where === undefined ? wanted - found.length : this.#batch
+      const { rows } = await this.#query(`SELECT seq, record FROM a2a_tasks
+        WHERE owner = $1 AND ($2::text IS NULL OR context_id = $2) AND ($3::text IS NULL OR state = $3)
+          AND ($4::bigint IS NULL OR seq < $4) AND (expires_at IS NULL OR expires_at > $5)
+        ORDER BY seq DESC LIMIT $6`, [owner, query.contextId ?? null, query.state ?? null, before, this.#now(), limit])
+      for (const row of rows) {
+        const record = JSON.parse(row.record) as StoredTask
+        if (query.where === undefined || query.where(record.task)) found.push({ seq: row.seq, record })
+        if (found.length === wanted) break
+      }
+      if (found.length === wanted || rows.length < limit) break
+      before = rows[rows.length - 1].seq
+    }
+    const tasks = found.slice(0, query.pageSize).map(f => f.record)
+    return { tasks, nextPageToken: found.length > query.pageSize ? encodeToken(found[query.pageSize - 1].seq) : '' }
+  }
+
+  /** Deletes terminal tasks past their TTL, and their events, a batch at a time; returns how many went. */
+  async deleteExpired (batch = 500): Promise<number> {
+    const { rowCount } = await this.#query(`DELETE FROM a2a_tasks WHERE id IN (
+      SELECT id FROM a2a_tasks WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, [this.#now(), batch])
+    return rowCount as number
+  }
+
+  async ping (): Promise<void> {
+    await this.#query('SELECT 1', [])
+  }
+
+  /** Waits for the events still being kept; the pool belongs to whoever passed it in. */
+  async close (): Promise<void> {
+    await Promise.all(this.#keeping.values())
+  }
+
+  /** When a write of `record` stops being seen: a terminal task `ttlSeconds` after its last update; else never. */
+  #expiry (record: StoredTask): number | null {
+    return isTerminal(record.task.status.state) ? record.updatedAt + this.#ttlMs : null
+  }
+
+  /** Runs one query; whatever the driver throws becomes StorageUnavailable with a short reason, never the query's values. */
+  async #query (text: string, values: unknown[]): Promise<pg.QueryResult> {
+    try {
+      return await this.#pool.query(text, values)
+    } catch (err) {
+      throw new StorageUnavailable(reason(err as NodeJS.ErrnoException))
+    }
+  }
+}
+
+function encodeToken (seq: string): string {
+  return Buffer.from(`p:${seq}`).toString('base64url')
+}
+
+/** The seq of the last task of the previous page; anything else was not issued by this store (-32602). */
+function decodeToken (token: string): string {
+  const m = /^p:(\d{1,18})$/.exec(Buffer.from(token, 'base64url').toString())
+  if (!m) throw invalidParams('params.pageToken: is not a token this server issued')
+  return m[1]
+}
+
+/** A short, fixed reason: the driver's error may carry the query's values, and those hold the task. */
+function reason (err: NodeJS.ErrnoException): string {
+  if (err.code === '57014') return 'postgres statement timed out'
+  if (typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code)) return `postgres error ${err.code}`
+  return 'postgres unreachable'
+}
