@@ -18,7 +18,7 @@ export const MIGRATIONS: readonly Migration[] = [
 CREATE TABLE a2a_tasks (
   id text PRIMARY KEY,
   -- Insertion order, without ties: listing is newest first by it, and its page tokens carry it.
-  seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
   owner text NOT NULL,
   context_id text NOT NULL,
   state text NOT NULL,

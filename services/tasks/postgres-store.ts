@@ -17,6 +17,16 @@ export interface PostgresTaskStoreOptions {
   listBatchSize?: number
 }
 
+/**
+ * One page of an owner's tasks, newest first, after the seq `$4`, of context `$2` and in state `$3` when given. Each
+ * query is planned with its values (node-postgres sends unnamed statements), so the filters left out fold away and
+ * the index of the one given serves the page (test/services/tasks/postgres-store-plans.test.ts shows the plans).
+ */
+export const LIST_SQL = `SELECT seq, record FROM a2a_tasks
+  WHERE owner = $1 AND ($2::text IS NULL OR context_id = $2) AND ($3::text IS NULL OR state = $3)
+    AND ($4::bigint IS NULL OR seq < $4) AND (expires_at IS NULL OR expires_at > $5)
+  ORDER BY seq DESC LIMIT $6`
+
 /** Most interrupted tasks one claim hands out; the next round takes the rest. */
 const CLAIM_BATCH = 100
 /** A claimed interrupted task that is still interrupted this much later is handed out again. */
@@ -123,10 +133,7 @@ export class PostgresTaskStore implements TaskStore {
     const found: Array<{ seq: string, record: StoredTask }> = []
     for (;;) {
       const limit = query.where === undefined ? wanted - found.length : this.#batch
-      const { rows } = await this.#query(`SELECT seq, record FROM a2a_tasks
-        WHERE owner = $1 AND ($2::text IS NULL OR context_id = $2) AND ($3::text IS NULL OR state = $3)
-          AND ($4::bigint IS NULL OR seq < $4) AND (expires_at IS NULL OR expires_at > $5)
-        ORDER BY seq DESC LIMIT $6`, [owner, query.contextId ?? null, query.state ?? null, before, this.#now(), limit])
+      const { rows } = await this.#query(LIST_SQL, [owner, query.contextId ?? null, query.state ?? null, before, this.#now(), limit])
       for (const row of rows) {
         const record = JSON.parse(row.record) as StoredTask
         if (query.where === undefined || query.where(record.task)) found.push({ seq: row.seq, record })

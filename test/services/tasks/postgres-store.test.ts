@@ -15,6 +15,8 @@ async function database (t: Teardown): Promise<pg.Pool> {
   await migrate(client)
   await client.end()
   const pool = new pg.Pool({ connectionString: url, max: 4 })
+  // An idle connection ended by the server (the database dropped at teardown) is the pool's to drop.
+  pool.on('error', () => {})
   t.teardown(() => pool.end())
   return pool
 }
@@ -82,6 +84,7 @@ t.test('a statement held past statement_timeout, and an error of the server, are
   t.teardown(() => client.end())
   await migrate(client)
   const pool = new pg.Pool({ connectionString: url, max: 2, statement_timeout: 200 })
+  pool.on('error', () => {})
   t.teardown(() => pool.end())
   const store = new PostgresTaskStore(pool, { ttlSeconds: 60 })
   await client.query('BEGIN')
