@@ -1,4 +1,5 @@
-import { LiveTaskLimit, TaskStoreFull, invalidParams } from '../kernel/errors.js'
+import { LiveTaskLimit, TaskStoreFull } from '../kernel/errors.js'
+import { decodePageToken, encodePageToken } from './page-token.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { keptEventBytes, taskBytes, taskBytesChange } from './task-bytes.js'
 import type { TaskEvent } from './event-bus.js'
@@ -199,7 +200,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
-    const after = query.pageToken === undefined ? Infinity : decodeToken(query.pageToken)
+    const after = query.pageToken === undefined ? Infinity : Number(decodePageToken('m', query.pageToken, 15))
     const now = this.#now()
     const tasks: StoredTask[] = []
     let lastSeq = 0
@@ -211,7 +212,7 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
       if (query.state !== undefined && task.status.state !== query.state) continue
       if (this.#expired(entry, now)) continue
       if (query.where !== undefined && !query.where(task)) continue
-      if (tasks.length === query.pageSize) return { tasks, nextPageToken: encodeToken(lastSeq) }
+      if (tasks.length === query.pageSize) return { tasks, nextPageToken: encodePageToken('m', lastSeq) }
       tasks.push(entry.record)
       lastSeq = entry.seq
     }
@@ -359,14 +360,4 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     if (owned.oldest === null) this.#byOwner.delete(owner)
     for (const listener of this.#deleteListeners) listener(id)
   }
-}
-
-function encodeToken (seq: number): string {
-  return Buffer.from(`m:${seq}`).toString('base64url')
-}
-
-function decodeToken (token: string): number {
-  const m = /^m:(\d{1,15})$/.exec(Buffer.from(token, 'base64url').toString())
-  if (!m) throw invalidParams('params.pageToken: is not a token this server issued')
-  return Number(m[1])
 }

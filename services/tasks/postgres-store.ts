@@ -1,5 +1,6 @@
 import type pg from 'pg'
-import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../kernel/errors.js'
+import { LiveTaskLimit, StorageUnavailable, TaskConflict } from '../kernel/errors.js'
+import { decodePageToken, encodePageToken } from './page-token.js'
 import { isTerminal } from './states.js'
 import { keptBody, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
@@ -127,7 +128,7 @@ export class PostgresTaskStore implements TaskStore {
   async list (query: TaskListQuery): Promise<TaskListPage> {
     const { owner } = query
     if (owner === undefined) throw new TypeError('PostgresTaskStore lists the tasks of one owner at a time')
-    let before = query.pageToken === undefined ? null : decodeToken(query.pageToken)
+    let before = query.pageToken === undefined ? null : decodePageToken('p', query.pageToken, 18)
     // One match past the page says whether there is a next page.
     const wanted = query.pageSize + 1
     const found: Array<{ seq: string, record: StoredTask }> = []
@@ -143,7 +144,7 @@ export class PostgresTaskStore implements TaskStore {
       before = rows[rows.length - 1].seq
     }
     const tasks = found.slice(0, query.pageSize).map(f => f.record)
-    return { tasks, nextPageToken: found.length > query.pageSize ? encodeToken(found[query.pageSize - 1].seq) : '' }
+    return { tasks, nextPageToken: found.length > query.pageSize ? encodePageToken('p', found[query.pageSize - 1].seq) : '' }
   }
 
   /** Deletes terminal tasks past their TTL, and their events, a batch at a time; returns how many went. */
@@ -175,17 +176,6 @@ export class PostgresTaskStore implements TaskStore {
       throw new StorageUnavailable(reason(err as NodeJS.ErrnoException))
     }
   }
-}
-
-function encodeToken (seq: string): string {
-  return Buffer.from(`p:${seq}`).toString('base64url')
-}
-
-/** The seq of the last task of the previous page; anything else was not issued by this store (-32602). */
-function decodeToken (token: string): string {
-  const m = /^p:(\d{1,18})$/.exec(Buffer.from(token, 'base64url').toString())
-  if (!m) throw invalidParams('params.pageToken: is not a token this server issued')
-  return m[1]
 }
 
 /** A short, fixed reason: the driver's error may carry the query's values, and those hold the task. */

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
-import { LiveTaskLimit, StorageUnavailable, TaskConflict, invalidParams } from '../kernel/errors.js'
+import { LiveTaskLimit, StorageUnavailable, TaskConflict } from '../kernel/errors.js'
+import { decodePageToken, encodePageToken } from './page-token.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
 import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
@@ -247,7 +248,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async list (query: TaskListQuery): Promise<TaskListPage> {
-    let max = query.pageToken === undefined ? '+inf' : `(${decodeToken(query.pageToken)}`
+    let max = query.pageToken === undefined ? '+inf' : `(${decodePageToken('r', query.pageToken, 15)}`
     // An owner's list filtered by context or state reads that index: a page costs its size, whatever else it has.
     const { owner } = query
     if (owner === undefined) throw new TypeError('RedisTaskStore lists the tasks of one owner at a time')
@@ -277,7 +278,7 @@ export class RedisTaskStore implements TaskStore {
     const tasks: StoredTask[] = []
     for (let i = 1; i < found.length && tasks.length < query.pageSize; i += 3) tasks.push(assembled(found[i], found[i + 1]))
     const more = found.length / 3 > query.pageSize
-    return { tasks, nextPageToken: more ? encodeToken(found[3 * query.pageSize - 3]) : '' }
+    return { tasks, nextPageToken: more ? encodePageToken('r', found[3 * query.pageSize - 3]) : '' }
   }
 
   async ping (): Promise<void> {
@@ -346,17 +347,6 @@ export class RedisTaskStore implements TaskStore {
       throw new StorageUnavailable(reason(err as Error))
     }
   }
-}
-
-function encodeToken (seq: string): string {
-  return Buffer.from(`r:${seq}`).toString('base64url')
-}
-
-/** The seq of the last task of the previous page; anything else was not issued by this store (-32602). */
-function decodeToken (token: string): string {
-  const m = /^r:(\d{1,15})$/.exec(Buffer.from(token, 'base64url').toString())
-  if (!m) throw invalidParams('params.pageToken: is not a token this server issued')
-  return m[1]
 }
 
 /**
