@@ -51,10 +51,6 @@ export interface RegisteredMethod extends MethodDefinition {
   readonly validate: ((params: unknown) => unknown) | undefined
 }
 
-/**
- * The methods this server answers: each one an entry with a params schema, a handler and its scopes. Later
- * features add entries; dispatch never grows a switch.
- */
 /** One compiler for every registry: Ajv keeps no state a call leaves behind but the function's `errors`. */
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, strict: false, discriminator: true })
 
@@ -76,6 +72,10 @@ function validatorOf (schema: TSchema): ValidateFunction {
   return check
 }
 
+/**
+ * The methods this server answers: each one an entry with a params schema, a handler and its scopes. Later
+ * features add entries; dispatch never grows a switch.
+ */
 export class MethodRegistry {
   readonly #methods = new Map<string, RegisteredMethod>()
   readonly #scopeOverrides: Readonly<Record<string, readonly string[]>>
