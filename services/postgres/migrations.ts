@@ -89,6 +89,18 @@ BEGIN
 END
 $fn$;
 
+-- Keeps an event of a task after the one before it, and only the task's newest max_events (none when it is 0).
+CREATE FUNCTION a2a_add_event (p_id text, p_version integer, p_prev integer, p_body text, p_max_events integer) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF p_max_events > 0 THEN
+    INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES (p_id, p_version, p_prev, p_body);
+    DELETE FROM a2a_task_events WHERE task_id = p_id AND version < (
+      SELECT version FROM a2a_task_events WHERE task_id = p_id ORDER BY version DESC OFFSET p_max_events - 1 LIMIT 1);
+  END IF;
+END
+$fn$;
+
 -- The compare-and-set write in one round trip: the row moves on only from version p_version - 1, its event (if
 -- any) is kept with it, each event naming the one before, and the task's events beyond the newest max_events go.
 CREATE FUNCTION a2a_replace_task (p_id text, p_version integer, p_context text, p_state text, p_updated bigint,
@@ -107,10 +119,8 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  IF p_event_body IS NOT NULL AND p_max_events > 0 THEN
-    INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES (p_id, p_version, before, p_event_body);
-    DELETE FROM a2a_task_events WHERE task_id = p_id AND version < (
-      SELECT version FROM a2a_task_events WHERE task_id = p_id ORDER BY version DESC OFFSET p_max_events - 1 LIMIT 1);
+  IF p_event_body IS NOT NULL THEN
+    PERFORM a2a_add_event(p_id, p_version, before, p_event_body, p_max_events);
   END IF;
   RETURN true;
 END
@@ -127,10 +137,8 @@ BEGIN
   FROM (SELECT last_event FROM a2a_tasks WHERE id = p_id FOR UPDATE) AS old
   WHERE t.id = p_id AND t.last_event < p_version
   RETURNING old.last_event INTO before;
-  IF FOUND AND p_max_events > 0 THEN
-    INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES (p_id, p_version, before, p_body);
-    DELETE FROM a2a_task_events WHERE task_id = p_id AND version < (
-      SELECT version FROM a2a_task_events WHERE task_id = p_id ORDER BY version DESC OFFSET p_max_events - 1 LIMIT 1);
+  IF FOUND THEN
+    PERFORM a2a_add_event(p_id, p_version, before, p_body, p_max_events);
   END IF;
 END
 $fn$;
