@@ -314,16 +314,8 @@ const postgresUnreachable = (url: string | undefined): string => url
 /** Runs `use` with a client of its own on the PostgreSQL at `url`, closed after. */
 async function withPostgres<T> (url: string, use: (client: import('pg').Client) => Promise<T>): Promise<T> {
   // Imported here: most test files never touch PostgreSQL, and they all import this file.
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
-  client.on('error', () => {})
-  try {
-    await client.connect()
-  } catch {
-    // Not awaited: a server that never answered may never acknowledge the goodbye either.
-    client.end().catch(() => {})
-    throw new Error(postgresUnreachable(url))
-  }
+  const { connectOnce } = await import('../services/postgres/connect.js')
+  const client = await connectOnce(url).catch(() => { throw new Error(postgresUnreachable(url)) })
   try {
     return await use(client)
   } finally {
