@@ -64,6 +64,9 @@ t.test('events of other tasks are not delivered, and unsubscribing stops deliver
   t.equal(b.listenerCount(), 0)
   await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}events:t1`))[1]) === 0)
   a.publish('t1', event('t1', 3))
+  // The publish goes out on `client`, the subscription on the bus's own connection: Redis has run the PUBLISH once a
+  // later command on the same connection is answered (without this, the subscription could overtake it).
+  await client.ping()
   // A later subscriber on the same instance gets new events only.
   const again: number[] = []
   const sub = b.subscribe('t1', e => again.push(e.version))
