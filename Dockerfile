@@ -10,8 +10,8 @@ COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
 COPY services ./services
-COPY scripts/copy-protos.js ./scripts/
-# The same build as `npm run build`: the compiler, then the gRPC binding's protos beside dist/.
+COPY scripts/build-assets.js ./scripts/
+# The same build as `npm run build`: the compiler, then the protos and the compiled config validator beside dist/.
 RUN npm run build
 
 # Runtime stage: production dependencies and the compiled output only, as a non-root user.

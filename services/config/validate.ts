@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
-import { Ajv, type ErrorObject } from 'ajv'
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import { ConfigSchema, type A2AConfig } from '../../schemas/config.js'
 import { problemLine, schemaProblems, type ConfigSources } from './explain.js'
 import { configError, isPlainObject, setOwn } from './problems.js'
@@ -11,11 +12,29 @@ export interface ValidateConfigOptions {
   sources?: ConfigSources
 }
 
-// One instance, one compiled validator. `coerceTypes` turns substituted strings such as "8000" into integers;
-// `verbose` puts the value, the schema and its parent on each error, for "must be one of ... (got ...)" and
-// "did you mean ...?".
-const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true, verbose: true })
-const check = ajv.compile<A2AConfig>(ConfigSchema)
+/**
+ * Ajv's options for the configuration's validator. `coerceTypes` turns substituted strings such as "8000" into
+ * integers; `verbose` puts the value, the schema and its parent on each error, for "must be one of ... (got ...)" and
+ * "did you mean ...?".
+ */
+export const CONFIG_AJV_OPTIONS = { allErrors: true, useDefaults: true, coerceTypes: true, verbose: true } as const
+
+let check: ValidateFunction<A2AConfig> | undefined
+
+/**
+ * The one validator: the build's, compiled ahead of time beside this file (scripts/build-assets.js says why), or,
+ * running from the sources, the schema compiled now.
+ */
+function configCheck (): ValidateFunction<A2AConfig> {
+  if (check !== undefined) return check
+  try {
+    check = createRequire(import.meta.url)('./config-check.cjs') as ValidateFunction<A2AConfig>
+  } catch {
+    // Not built (the sources run as they are), or not loadable: the schema itself, compiled as the build compiles it.
+    check = new Ajv(CONFIG_AJV_OPTIONS).compile<A2AConfig>(ConfigSchema)
+  }
+  return check
+}
 
 /**
  * Validates a configuration against the schema (filling in every default), then checks what the schema cannot say.
@@ -25,8 +44,9 @@ const check = ajv.compile<A2AConfig>(ConfigSchema)
 export function validateConfig (input: unknown, options: ValidateConfigOptions = {}): A2AConfig {
   const sources = options.sources ?? new Map<string, string>()
   const data = clone(input ?? {})
+  const valid = configCheck()
   // Ajv sets `errors` whenever validation fails.
-  if (!check(data)) throw configError(schemaProblems(check.errors as ErrorObject[], sources))
+  if (!valid(data)) throw configError(schemaProblems(valid.errors as ErrorObject[], sources))
   const problems = semanticProblems(data, sources)
   if (problems.length > 0) throw configError(problems)
   return data
