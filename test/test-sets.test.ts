@@ -86,7 +86,11 @@ t.test('each file runs with the project\'s TypeScript loader alone: tap is built
     t.match(PACKAGE.scripts[name], /(?:^|&& )node scripts\/tap-plugins\.js && node scripts\/with-services\.js /, `${name} runs scripts/tap-plugins.js before the files`)
   }
   t.ok(PACKAGE.tap.plugin.includes('!@tapjs/typescript'), 'tap\'s ts-node plugin is off')
-  // This file's own process: started by tap's runner or by test-quick, after scripts/tap-plugins.js.
-  t.ok(process.execArgv.some(arg => arg.endsWith('scripts/ts-import.js')), 'the project\'s loader is loaded')
+  // This file's own process: started by tap's runner, through the project's loader, or by test-quick, compiled
+  // ahead (scripts/test-quick.js), after scripts/tap-plugins.js either way.
+  const compiled = import.meta.url.endsWith('.js')
+  t.equal(process.execArgv.some(arg => arg.endsWith('scripts/ts-import.js')), !compiled, compiled
+    ? 'compiled by test-quick: the loader is not loaded'
+    : 'the project\'s loader is loaded')
   t.notOk(process.execArgv.some(arg => arg.includes('@tapjs/typescript')), 'ts-node\'s is not')
 })
