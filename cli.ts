@@ -162,6 +162,9 @@ function portOf (values: Values, usage: string): number | undefined | null {
   return null
 }
 
+/** The codes of a start that fails for a reason to print in one line: the port, the database, its schema. */
+const START_FAILURES = new Set<unknown>(['A2A_ERR_LISTEN', 'A2A_ERR_POSTGRES', 'A2A_ERR_SCHEMA'])
+
 async function serve (values: Values): Promise<number> {
   const port = portOf(values, SERVE_USAGE)
   if (port === null) return 2
@@ -182,9 +185,10 @@ async function serve (values: Values): Promise<number> {
   try {
     await startServer(loaded.config, { configPath: loaded.path, logFormat: logFormat as LogFormat })
   } catch (err) {
-    // A start that cannot listen: one line, no stack (the server has closed everything it opened).
-    /* c8 ignore next -- a start fails only to listen: anything else is a bug and must surface with its stack */
-    if ((err as { code?: unknown }).code !== 'A2A_ERR_LISTEN') throw err
+    // A start that cannot listen, or cannot use its PostgreSQL: one line, no stack (the server has closed everything
+    // it opened, and a failed PostgreSQL start opens nothing).
+    /* c8 ignore next -- anything else is a bug and must surface with its stack */
+    if (!START_FAILURES.has((err as { code?: unknown }).code)) throw err
     console.error(`fastify-a2a: ${(err as Error).message}`)
     return 1
   }

@@ -13,6 +13,7 @@ import { InvalidPluginOptions } from './services/kernel/errors.js'
 import type { Redis } from 'ioredis'
 import methodsPlugin from './plugins/methods.js'
 import pushConfigStore from './plugins/push-config-store.js'
+import postgresPlugin from './plugins/postgres.js'
 import redisPlugin from './plugins/redis.js'
 import webhookNotifier from './plugins/webhook-notifier.js'
 import ssePlugin from './plugins/sse.js'
@@ -95,6 +96,8 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   // Every binding stops taking new work at the moment the close begins (HTTP answers 503 from then on), before the
   // task drain the tasks and SSE plugins' preClose hooks await: added before theirs, this hook runs first.
   if (grpc !== null) fastify.addHook('preClose', async () => { grpc.stopAccepting?.() })
+  // First: a start that cannot use its PostgreSQL fails before anything else is opened.
+  await fastify.register(postgresPlugin, { config })
   await fastify.register(redisPlugin, { config, redis: opts.redis })
   await fastify.register(tasksPlugin, { config, executor })
   await fastify.register(metricsPlugin, { config })
@@ -172,6 +175,8 @@ function readinessChecks (fastify: FastifyInstance): Record<string, () => Promis
   const checks: Record<string, () => Promise<void>> = { tasks: () => fastify.a2aTasks.store.ping() }
   const redis = fastify.a2aRedis
   if (redis !== null) checks.redis = async () => { await redis.ping() }
+  const postgres = fastify.a2aPostgres
+  if (postgres !== null) checks.postgres = async () => { await postgres.query('SELECT 1') }
   return checks
 }
 

@@ -8,6 +8,7 @@ import { InvalidPluginOptions } from '../services/kernel/errors.js'
 import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
 import { RedisTaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
+import type { PostgresTaskStore } from '../services/tasks/postgres-store.js'
 import { RedisTaskEventBus } from '../services/tasks/redis-event-bus.js'
 import { RedisTaskStore } from '../services/tasks/redis-store.js'
 import type { TaskStore } from '../services/tasks/store.js'
@@ -38,6 +39,7 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
   let store: TaskStore
   let bus: TaskEventBus
   let leases: RedisTaskLeases | undefined
+  let pgStore: PostgresTaskStore | undefined
   if (settings.backend === 'kvcache') {
     const client = fastify.a2aRedis
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
@@ -64,6 +66,20 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     })
     bus = events
     leases = new RedisTaskLeases(client, { keyPrefix: settings.key_prefix, ttlMs: settings.lease_ttl * 1000, log })
+  } else if (settings.backend === 'postgres') {
+    const pool = fastify.a2aPostgres
+    /* c8 ignore next -- validateConfig refuses postgres without services.postgres; a guard for direct use */
+    if (pool === null) throw new InvalidPluginOptions('tasks.backend: postgres needs services.postgres')
+    // Loaded only when used, with the driver (plugins/postgres.ts).
+    const { PostgresTaskStore } = await import('../services/tasks/postgres-store.js')
+    pgStore = new PostgresTaskStore(pool, {
+      ttlSeconds: settings.ttl,
+      maxLivePerOwner: settings.max_live_per_principal,
+      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
+    })
+    store = pgStore
+    // One instance: its events stay in this process (docs/stores.md, "PostgreSQL").
+    bus = new MemoryTaskEventBus()
   } else {
     store = new MemoryTaskStore({
       maxTasks: settings.max_tasks,
@@ -106,10 +122,30 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     service.expireInterrupted().catch((err: unknown) => log.warn({ err }, 'interrupted tasks not expired'))
   }, Math.min(60_000, Math.max(100, settings.interrupted_ttl * 250))).unref()
 
+  // Terminal tasks past `tasks.ttl` are no longer read; PostgreSQL rows are deleted, with their events, a batch at a
+  // time: every tenth of the TTL, at least every second, at most every 5 minutes, until a round finds none.
+  let sweeping: Promise<void> | undefined
+  const sweep = pgStore === undefined
+    ? undefined
+    : setInterval(() => {
+      sweeping ??= (async () => {
+        try {
+          let deleted: number
+          do deleted = await (pgStore as PostgresTaskStore).deleteExpired(); while (deleted > 0)
+        } catch (err) {
+          log.warn({ err }, 'expired tasks not deleted')
+        } finally {
+          sweeping = undefined
+        }
+      })()
+    }, Math.min(300_000, Math.max(1000, settings.ttl * 100))).unref()
+
   fastify.decorate('a2aTasks', service)
   fastify.addHook('preClose', async () => {
     clearInterval(reaper)
     clearInterval(expiry)
+    clearInterval(sweep)
+    await sweeping
     await service.drain(config.server.shutdown_timeout * 1000)
   })
   fastify.addHook('onClose', async () => {
@@ -119,4 +155,4 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
   })
 }
 
-export default fp(tasksPlugin, { name: 'a2a-tasks', fastify: '5.x', dependencies: ['a2a-redis'] })
+export default fp(tasksPlugin, { name: 'a2a-tasks', fastify: '5.x', dependencies: ['a2a-redis', 'a2a-postgres'] })

@@ -230,7 +230,8 @@ export const PushConfigSettingsSchema = obj({
 })
 
 export const TasksConfigSchema = obj({
-  backend: Type.Union([Type.Literal('memory'), Type.Literal('kvcache')], { default: 'memory' }),
+  /** memory; kvcache (Redis, the first `type: cache` service); postgres (`services.postgres`, docs/stores.md). */
+  backend: Type.Union([Type.Literal('memory'), Type.Literal('kvcache'), Type.Literal('postgres')], { default: 'memory' }),
   max_tasks: Int(10_000, { minimum: 1 }),
   /** memory: bytes of tasks held at most (an estimate); least recently updated terminal tasks are evicted first. */
   max_bytes: Int(268_435_456, { minimum: 65_536 }),

@@ -66,3 +66,27 @@ t.test('a database at a newer schema than this version knows: one line, exit 1',
   t.equal(newer.status, 1)
   t.equal(newer.stderr, `fastify-a2a: the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one\n`)
 })
+
+t.test('serve with tasks in PostgreSQL: a missing database or a newer schema ends the start with one line, exit 1', async t => {
+  const serveCli = async (dir: string) => await runChild(t, process.execPath, [CLI, 'serve', '--config', join(dir, 'agent.yml'), '--port', '0'], { cwd: dir, env: ENV, timeoutMs: 60_000 })
+  const config = (url: string) => ({ 'agent.yml': `tasks:\n  backend: postgres\npush_notifications:\n  enabled: false\nservices:\n  postgres:\n    url: ${url}\n` })
+
+  const url = await testDatabase(t)
+  const missing = new URL(url)
+  missing.pathname = '/a2a_no_such_database'
+  const gone = await serveCli(t.testdir(config(missing.href)))
+  t.equal(gone.status, 1)
+  t.match(gone.stderr, /^fastify-a2a: PostgreSQL at .*\/a2a_no_such_database: the database does not exist \(create it, or name another in services\.postgres\.url\)\n$/)
+
+  const dir = t.testdir(config(url))
+  t.equal((await migrateCli(t, dir, [])).status, 0)
+  const pg = (await import('pg')).default
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('INSERT INTO a2a_schema_migrations (version, name) VALUES ($1, $2)', [SCHEMA_VERSION + 1, 'from a later version'])
+  await client.end()
+  const newer = await serveCli(dir)
+  t.equal(newer.status, 1)
+  t.equal(newer.stderr, `fastify-a2a: the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one\n`)
+  t.equal(newer.stdout, '', 'no log line either: nothing started')
+})

@@ -228,7 +228,8 @@ push_notifications:
     max_in_flight: ${y(d.push_notifications.config.max_in_flight)}
 
 tasks:
-  # memory | kvcache (Redis: needs a services entry with type: cache, shared by every instance).
+  # memory | kvcache (Redis: needs a services entry with type: cache, shared by every instance)
+  # | postgres (services.postgres; one instance for now, with push_notifications.enabled: false).
   backend: ${y(d.tasks.backend)}
   # Memory backend: tasks kept; the least recently updated finished tasks are evicted first.
   max_tasks: ${y(d.tasks.max_tasks)}

@@ -79,6 +79,9 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
       problems.push(`${section}.backend: kvcache needs a services entry with type: cache`)
     }
   }
+  if (config.tasks.backend === 'postgres' && services.postgres?.type !== 'postgres') {
+    problems.push('tasks.backend: postgres needs services.postgres (with its url)')
+  }
   if (config.server.proxy_hops > 0 && config.server.trust_proxy !== false) {
     problems.push('server.proxy_hops: set either proxy_hops or trust_proxy, not both')
   }
@@ -92,6 +95,11 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
   // Any instance may deliver a task's webhooks (CONTRACT.md §10), so every instance must see its push configs.
   if (config.tasks.backend === 'kvcache' && config.push_notifications.enabled && config.push_notifications.backend !== 'kvcache') {
     problems.push('push_notifications.backend: must be kvcache when tasks.backend is kvcache (instances share webhook delivery)')
+  }
+  // Push configs kept in this process would outlive the tasks PostgreSQL forgets (nothing tells them), and be lost
+  // with the process while their tasks stay.
+  if (config.tasks.backend === 'postgres' && config.push_notifications.enabled) {
+    problems.push('push_notifications.enabled: push configs cannot be kept in PostgreSQL yet: with tasks.backend postgres, set push_notifications.enabled: false')
   }
 
   // These values may come from the environment (REDIS_URL, ${VAR}): their lines say so. A URL is never echoed.

@@ -10,7 +10,7 @@ const problemsOf = (input: unknown, sources = new Map<string, string>()): string
   problemsOfCall(() => validateConfig(input, { sources }))
 
 t.test('an enumeration lists its allowed values and the value given', async t => {
-  t.same(problemsOf({ tasks: { backend: 'mysql' } }), ['tasks.backend: must be one of memory, kvcache (got "mysql")'])
+  t.same(problemsOf({ tasks: { backend: 'mysql' } }), ['tasks.backend: must be one of memory, kvcache, postgres (got "mysql")'])
   t.same(problemsOf({ push_notifications: { backend: 'redis' } }),
     ['push_notifications.backend: must be one of memory, webhook, kvcache (got "redis")'])
   t.same(problemsOf({ server: { log_level: 'loud' } }),
@@ -44,7 +44,7 @@ t.test('a wrong type is said in words, with the value given', async t => {
 
 t.test('the value given is shown short, and never for a key that may hold a credential', async t => {
   t.same(problemsOf({ tasks: { backend: 'x'.repeat(100) } }),
-    [`tasks.backend: must be one of memory, kvcache (got "${'x'.repeat(57)}…")`])
+    [`tasks.backend: must be one of memory, kvcache, postgres (got "${'x'.repeat(57)}…")`])
   t.same(problemsOf({ protocol: { tenant: 'v1' } }), ['protocol.tenant: must match pattern "^(?!v1$)[A-Za-z0-9._~-]{1,64}$" (got "v1")'])
   t.same(problemsOf({ security: { auth: { api_key: { keys: 'sk-live-secret' } } } }), ['security.auth.api_key.keys: must be a list'])
   t.same(problemsOf({ push_notifications: { config: { default_headers: { authorization: ['Bearer x'] } } } }),

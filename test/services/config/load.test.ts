@@ -85,7 +85,7 @@ t.test('validation', async t => {
   })
 
   t.test('enumerations, constants and empty strings get readable messages', async t => {
-    t.same(problemsOf(() => validateConfig({ tasks: { backend: 'redis' } })), ['tasks.backend: must be one of memory, kvcache (got "redis")'])
+    t.same(problemsOf(() => validateConfig({ tasks: { backend: 'redis' } })), ['tasks.backend: must be one of memory, kvcache, postgres (got "redis")'])
     t.same(problemsOf(() => validateConfig({ console: { enabled: 'yes' } })), ['console.enabled: must be one of auto, true, false (got "yes")'])
     t.same(problemsOf(() => validateConfig({ services: { 'a/b~c': { type: 'db' } } })), ['services.a/b~c.type: must be cache (got "db")'])
     t.same(problemsOf(() => validateConfig({ agent: { name: '' } })), ['agent.name: must have at least 1 character(s)'])
@@ -113,7 +113,7 @@ t.test('validation', async t => {
       'push_notifications.config.timeout: must be >= 1 (got 0)',
       'server.bogus: unknown key',
       'server.port: must be an integer (got "x")',
-      'tasks.backend: must be one of memory, kvcache (got "nope")'
+      'tasks.backend: must be one of memory, kvcache, postgres (got "nope")'
     ])
   })
 
