@@ -16,14 +16,16 @@ export interface PostgresPluginOptions {
 }
 
 /**
- * One pool for everything that lives in PostgreSQL, made only when a backend uses it (`tasks.backend: postgres`).
+ * One pool for everything that lives in PostgreSQL, made only when a backend uses it (`tasks.backend` or
+ * `push_notifications.backend` postgres).
  * Before the app is ready, the database is migrated (or its schema checked): a server that cannot reach it, or finds
  * a schema it cannot use, fails its start with one line (PostgresUnreachable, SchemaMismatch) and opens nothing.
  * The pool is ended on close, after the stores that borrow it.
  */
 const postgresPlugin: FastifyPluginAsync<PostgresPluginOptions> = async (fastify, opts) => {
   const service = postgresService(opts.config)
-  if (service === undefined || opts.config.tasks.backend !== 'postgres') {
+  const { tasks, push_notifications: push } = opts.config
+  if (service === undefined || (tasks.backend !== 'postgres' && !(push.enabled && push.backend === 'postgres'))) {
     fastify.decorate('a2aPostgres', null)
     return
   }

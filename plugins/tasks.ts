@@ -5,6 +5,7 @@ import type { AgentExecutor, AgentTools } from '../services/agent/executor.js'
 import type { Principal } from '../services/auth/principal.js'
 import { createAgentTools } from '../services/json-rpc/agent-tools.js'
 import { InvalidPluginOptions } from '../services/kernel/errors.js'
+import { startSweeper, sweepIntervalMs } from '../services/kernel/sweeper.js'
 import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
 import { RedisTaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
@@ -122,30 +123,16 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     service.expireInterrupted().catch((err: unknown) => log.warn({ err }, 'interrupted tasks not expired'))
   }, Math.min(60_000, Math.max(100, settings.interrupted_ttl * 250))).unref()
 
-  // Terminal tasks past `tasks.ttl` are no longer read; PostgreSQL rows are deleted, with their events, a batch at a
-  // time: every tenth of the TTL, at least every second, at most every 5 minutes, until a round finds none.
-  let sweeping: Promise<void> | undefined
-  const sweep = pgStore === undefined
+  // Terminal tasks past `tasks.ttl` are no longer read; PostgreSQL rows are deleted, with their events.
+  const sweeper = pgStore === undefined
     ? undefined
-    : setInterval(() => {
-      sweeping ??= (async () => {
-        try {
-          let deleted: number
-          do deleted = await (pgStore as PostgresTaskStore).deleteExpired(); while (deleted > 0)
-        } catch (err) {
-          log.warn({ err }, 'expired tasks not deleted')
-        } finally {
-          sweeping = undefined
-        }
-      })()
-    }, Math.min(300_000, Math.max(1000, settings.ttl * 100))).unref()
+    : startSweeper(() => (pgStore as PostgresTaskStore).deleteExpired(), { intervalMs: sweepIntervalMs(settings.ttl), log, failure: 'expired tasks not deleted' })
 
   fastify.decorate('a2aTasks', service)
   fastify.addHook('preClose', async () => {
     clearInterval(reaper)
     clearInterval(expiry)
-    clearInterval(sweep)
-    await sweeping
+    await sweeper?.stop()
     await service.drain(config.server.shutdown_timeout * 1000)
   })
   fastify.addHook('onClose', async () => {

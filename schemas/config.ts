@@ -213,9 +213,13 @@ export const SecurityConfigSchema = obj({
 
 export const PushConfigSettingsSchema = obj({
   enabled: Bool(true),
-  backend: Type.Union([Type.Literal('memory'), Type.Literal('webhook'), Type.Literal('kvcache')], { default: 'memory' }),
+  backend: Type.Union([Type.Literal('memory'), Type.Literal('webhook'), Type.Literal('kvcache'), Type.Literal('postgres')], { default: 'memory' }),
   validate_urls: Bool(true),
   key_prefix: Str('a2a:push:'),
+  /** postgres: 32 bytes in base64 that seal each config at rest (AES-256-GCM); empty: stored as JSON. */
+  encryption_key: Str(''),
+  /** postgres: keys configs were sealed with before `encryption_key` was rotated, still opened on reads. */
+  previous_encryption_keys: StrList(),
   config: obj({
     timeout: Int(10, { minimum: 1, maximum: 300 }),
     max_retries: Int(3, { minimum: 0, maximum: 20 }),

@@ -143,3 +143,31 @@ export async function testDatabase (t: Teardown): Promise<string> {
   url.pathname = `/${name}`
   return url.href
 }
+
+let schemas = 0
+
+/**
+ * A schema of the test's own in the database at `url` (of `testDatabase`), migrated, and a pool whose connections
+ * use it; the pool ended and the schema dropped at teardown. Cheaper than a database per test: CREATE and DROP
+ * DATABASE copy and checkpoint (9 to 17 s for a contract suite's file instead of 4). The migrations and the stores'
+ * functions name no schema, so they work in whichever the connection's search_path gives.
+ */
+export async function migratedSchema (t: Teardown, url: string): Promise<import('pg').Pool> {
+  const { default: pg } = await import('pg')
+  const { connectOnce } = await import('../services/postgres/connect.js')
+  const { migrate } = await import('../services/postgres/migrate.js')
+  const schema = `case_${process.pid}_${++schemas}`
+  const client = await connectOnce(url)
+  await client.query(`CREATE SCHEMA ${schema}`)
+  await client.query(`SET search_path = ${schema}`)
+  await migrate(client)
+  const pool = new pg.Pool({ connectionString: url, max: 4, options: `-c search_path=${schema}` })
+  // An idle connection ended by the server (the database dropped at the file's end) is the pool's to drop.
+  pool.on('error', () => {})
+  t.teardown(async () => {
+    await pool.end()
+    await client.query(`DROP SCHEMA ${schema} CASCADE`)
+    await client.end()
+  })
+  return pool
+}

@@ -201,12 +201,18 @@ security:
 push_notifications:
   # Off: the tasks/pushNotificationConfig/* methods answer "method not found" and the card says so.
   enabled: ${y(d.push_notifications.enabled)}
-  # memory | webhook (the same as memory) | kvcache (Redis: needs a services entry with type: cache).
+  # memory | webhook (the same as memory) | kvcache (Redis: needs a services entry with type: cache)
+  # | postgres (services.postgres; required with tasks.backend postgres).
   backend: ${y(d.push_notifications.backend)}
   # Refuse webhook URLs on loopback, private, link-local and localhost addresses, unless allowed_networks covers them.
   validate_urls: ${y(d.push_notifications.validate_urls)}
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.push_notifications.key_prefix)}
+  # postgres backend: seals each config (token and credentials with it) at rest with AES-256-GCM. 32 bytes in base64
+  # (openssl rand -base64 32), here read from the environment; empty: stored as JSON.
+  encryption_key: "\${A2A_PUSH_KEY:-}"
+  # After a rotation: the keys configs were sealed with before, still opened on reads.
+  previous_encryption_keys: []
   config:
     # Seconds per delivery attempt (1 to 300).
     timeout: ${y(d.push_notifications.config.timeout)}

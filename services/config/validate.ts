@@ -3,6 +3,7 @@ import { isIP } from 'node:net'
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import { ConfigSchema, type A2AConfig } from '../../schemas/config.js'
 import { problemLine, schemaProblems, type ConfigSources } from './explain.js'
+import { isSealingKey } from '../push/sealing.js'
 import { configError, isPlainObject, setOwn } from './problems.js'
 
 export type { ConfigSources } from './explain.js'
@@ -98,8 +99,22 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
   }
   // Push configs kept in this process would outlive the tasks PostgreSQL forgets (nothing tells them), and be lost
   // with the process while their tasks stay.
-  if (config.tasks.backend === 'postgres' && config.push_notifications.enabled) {
-    problems.push('push_notifications.enabled: push configs cannot be kept in PostgreSQL yet: with tasks.backend postgres, set push_notifications.enabled: false')
+  const push = config.push_notifications
+  if (config.tasks.backend === 'postgres' && push.enabled && push.backend !== 'postgres') {
+    problems.push('push_notifications.backend: must be postgres when tasks.backend is postgres (push configs live with their tasks)')
+  }
+  if (push.backend === 'postgres' && services.postgres?.type !== 'postgres') {
+    problems.push('push_notifications.backend: postgres needs services.postgres (with its url)')
+  }
+  // Keys are secrets: the lines never echo them.
+  if (push.encryption_key !== '' && !isSealingKey(push.encryption_key)) {
+    problems.push('push_notifications.encryption_key: must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
+  }
+  push.previous_encryption_keys.forEach((key, i) => {
+    if (!isSealingKey(key)) problems.push(`push_notifications.previous_encryption_keys.${i}: must be 32 bytes in base64`)
+  })
+  if (push.previous_encryption_keys.length > 0 && push.encryption_key === '') {
+    problems.push('push_notifications.previous_encryption_keys: needs push_notifications.encryption_key (the key configs are sealed with now)')
   }
 
   // These values may come from the environment (REDIS_URL, ${VAR}): their lines say so. A URL is never echoed.

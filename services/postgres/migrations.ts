@@ -143,6 +143,63 @@ BEGIN
 END
 $fn$;
 `
+  },
+  {
+    version: 2,
+    name: 'push configs',
+    sql: `
+-- One row per push config: its url (the webhook's address, matched by an id-less put) in the clear, the rest of the
+-- config as the JSON text it was written as, or sealed (services/push/sealing.ts) when a key is configured.
+CREATE TABLE a2a_push_configs (
+  task_id text NOT NULL,
+  id text NOT NULL,
+  -- Creation order (list), and the order of the last put (latest): one sequence for both.
+  created bigint NOT NULL,
+  touched bigint NOT NULL,
+  url text NOT NULL,
+  record text NOT NULL,
+  -- Epoch ms past which the task's configs are gone (the put's ttl); null: kept until removed.
+  expires_at bigint,
+  PRIMARY KEY (task_id, id)
+);
+CREATE SEQUENCE a2a_push_config_seq;
+CREATE INDEX a2a_push_configs_expiring ON a2a_push_configs (expires_at) WHERE expires_at IS NOT NULL;
+
+-- The whole upsert rule of the push config store contract (services/push/store.ts) in one call, under a lock of the
+-- task's own, so that concurrent puts on any number of instances never pass the limit. A config past its expiry is
+-- gone first. Returns '+<id>' (created), '=<id>' (replaced) or '!' (over p_max; nothing written).
+CREATE FUNCTION a2a_put_push_config (p_task text, p_id text, p_url text, p_record text, p_fresh_id text, p_max integer,
+  p_expires bigint, p_now bigint) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  target text;
+  n integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('a2a_push:' || p_task, 0));
+  DELETE FROM a2a_push_configs WHERE task_id = p_task AND expires_at <= p_now;
+  IF p_id IS NOT NULL THEN
+    SELECT id INTO target FROM a2a_push_configs WHERE task_id = p_task AND id = p_id;
+  ELSE
+    SELECT id INTO target FROM a2a_push_configs WHERE task_id = p_task AND url = p_url ORDER BY created LIMIT 1;
+  END IF;
+  IF FOUND THEN
+    UPDATE a2a_push_configs SET url = p_url, record = p_record, touched = nextval('a2a_push_config_seq')
+      WHERE task_id = p_task AND id = target;
+  ELSE
+    SELECT count(*) INTO n FROM a2a_push_configs WHERE task_id = p_task;
+    IF n >= p_max THEN RETURN '!'; END IF;
+    target := coalesce(p_id, CASE WHEN n = 0 THEN 'default' ELSE p_fresh_id END);
+    INSERT INTO a2a_push_configs (task_id, id, created, touched, url, record)
+      VALUES (p_task, target, nextval('a2a_push_config_seq'), nextval('a2a_push_config_seq'), p_url, p_record);
+  END IF;
+  IF p_expires IS NOT NULL THEN
+    UPDATE a2a_push_configs SET expires_at = p_expires WHERE task_id = p_task;
+  END IF;
+  -- n is counted only on the way that creates.
+  RETURN CASE WHEN n IS NULL THEN '=' ELSE '+' END || target;
+END
+$fn$;
+`
   }
 ]
 

@@ -7,7 +7,9 @@ import pg from 'pg'
 import t from 'tap'
 import a2a, { type A2AOptions } from '../../index.js'
 import { SCHEMA_VERSION } from '../../services/postgres/migrations.js'
-import { build, call, testDatabase, until, userMessage } from '../helper.js'
+import { build, call, receiver, testDatabase, until, userMessage } from '../helper.js'
+
+const KEY = Buffer.alloc(32, 9).toString('base64')
 
 const postgres = (url: string, more: Record<string, unknown> = {}) => ({
   tasks: { backend: 'postgres' as const },
@@ -52,14 +54,25 @@ t.test('tasks live in PostgreSQL: migrated at start, read back by a later app, l
 
 t.test('terminal tasks past tasks.ttl are deleted from the database, their events with them', async t => {
   const url = await testDatabase(t)
-  const app = await build(t, { config: { ...postgres(url), tasks: { backend: 'postgres', ttl: 1 } } })
+  const hook = await receiver(t)
+  const app = await build(t, {
+    config: {
+      ...postgres(url),
+      tasks: { backend: 'postgres', ttl: 1 },
+      push_notifications: { backend: 'postgres', config: { allowed_networks: ['127.0.0.0/8'] } }
+    }
+  })
   // A stream: its events are kept, for streams that resume.
   const stream = await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 1, method: 'message/stream', params: { message: userMessage('short-lived') } } })
   const id = JSON.parse(stream.body.split('\n').find(line => line.startsWith('data:'))?.slice(5) ?? '{}').result.id
   t.match(stream.body, /"state":"completed"/)
   t.ok((await query(url, 'SELECT count(*)::int AS n FROM a2a_task_events'))[0].n > 0, 'its events are kept')
+  const set = await call(app, 'tasks/pushNotificationConfig/set', { taskId: id, pushNotificationConfig: { url: hook.url } })
+  t.equal(set.body.result.pushNotificationConfig.id, 'default')
   await until(async () => (await query(url, 'SELECT count(*)::int AS n FROM a2a_tasks'))[0].n === 0, 1500)
   t.same(await query(url, 'SELECT count(*)::int AS n FROM a2a_task_events'), [{ n: 0 }], 'and its events')
+  await until(async () => (await query(url, 'SELECT count(*)::int AS n FROM a2a_push_configs'))[0].n === 0, 1500)
+  t.pass('and its push configs, tasks.ttl after they were set')
   t.equal((await call(app, 'tasks/get', { id })).body.error.code, -32001)
 })
 
@@ -73,7 +86,7 @@ t.test('a sweep that fails is logged and tried again; the database gone makes th
       stream: new Writable({ write (chunk, _enc, done) { lines.push(JSON.parse(chunk.toString())); done() } })
     }
   })
-  await app.register(a2a, { config: { ...postgres(url, { statement_timeout_ms: 2000 }), tasks: { backend: 'postgres', ttl: 1 } } })
+  await app.register(a2a, { config: { ...postgres(url, { statement_timeout_ms: 2000 }), tasks: { backend: 'postgres', ttl: 1 }, push_notifications: { backend: 'postgres' } } })
   await app.ready()
   t.teardown(() => app.close())
   const admin = new URL(url)
@@ -87,10 +100,11 @@ t.test('a sweep that fails is logged and tried again; the database gone makes th
   t.equal((await app.inject('/ready')).statusCode, 200, 'and goes on')
 
   // The tables gone from under the app: every query of the store fails, the sweep's each second.
-  await query(url, 'ALTER TABLE a2a_tasks RENAME TO a2a_tasks_away')
+  await query(url, 'ALTER TABLE a2a_tasks RENAME TO a2a_tasks_away; ALTER TABLE a2a_push_configs RENAME TO a2a_push_away')
   await until(() => lines.filter(line => line.msg === 'expired tasks not deleted').length >= 2, 1500)
+  await until(() => lines.some(line => line.msg === 'expired push configs not deleted'), 1500)
   t.equal(lines.find(line => line.msg === 'expired tasks not deleted').err.message, 'Storage unavailable: postgres error 42P01', 'a short reason, no query')
-  await query(url, 'ALTER TABLE a2a_tasks_away RENAME TO a2a_tasks')
+  await query(url, 'ALTER TABLE a2a_tasks_away RENAME TO a2a_tasks; ALTER TABLE a2a_push_away RENAME TO a2a_push_configs')
 
   // The database refusing connections, and those open cut: as when its server goes down.
   await query(admin.href, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false; ${cut}`)
@@ -135,21 +149,54 @@ t.test('a start that cannot use its database fails before serving, with one line
   t.match(newer?.message, `the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION})`)
 })
 
-t.test('validate: tasks in PostgreSQL need services.postgres, and push configs cannot be kept there yet', async t => {
+t.test('validate: the postgres backends need services.postgres, push configs live with their tasks, keys are 32 bytes', async t => {
   // services.postgres alone, no backend on it: nothing connects (the server named does not exist).
   const unused = await build(t, { config: { services: { postgres: { url: 'postgres://a2a@127.0.0.1:1/a2a' } } } })
   t.equal(unused.a2aPostgres, null)
   t.equal((await call(unused, 'message/send', { message: userMessage('x') })).body.result.status.state, 'completed')
+  const refused = async (config: NonNullable<A2AOptions['config']>) => {
+    const app = Fastify({ logger: false })
+    t.teardown(() => app.close())
+    try {
+      await app.register(a2a, { config })
+      return []
+    } catch (err) {
+      return (err as { problems: string[] }).problems
+    }
+  }
+  t.same(await refused({ tasks: { backend: 'postgres' }, push_notifications: { enabled: false } }), ['tasks.backend: postgres needs services.postgres (with its url)'])
+  t.same(await refused({ push_notifications: { backend: 'postgres' } }), ['push_notifications.backend: postgres needs services.postgres (with its url)'])
+  const pgService = { postgres: { url: 'postgres://127.0.0.1/a2a' } }
+  t.same(await refused({ tasks: { backend: 'postgres' }, services: pgService }), ['push_notifications.backend: must be postgres when tasks.backend is postgres (push configs live with their tasks)'])
+  t.same(await refused({ push_notifications: { backend: 'postgres', encryption_key: 'hunter2', previous_encryption_keys: ['short'] }, services: pgService }), [
+    'push_notifications.encryption_key: must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
+    'push_notifications.previous_encryption_keys.0: must be 32 bytes in base64'
+  ], 'and never echo a key')
+  t.same(await refused({ push_notifications: { backend: 'postgres', previous_encryption_keys: [KEY] }, services: pgService }),
+    ['push_notifications.previous_encryption_keys: needs push_notifications.encryption_key (the key configs are sealed with now)'])
+})
 
-  const app = Fastify({ logger: false })
-  t.teardown(() => app.close())
-  await t.rejects(async () => { await app.register(a2a, { config: { tasks: { backend: 'postgres' }, push_notifications: { enabled: false } } }) }, {
-    code: 'A2A_ERR_INVALID_CONFIG', problems: ['tasks.backend: postgres needs services.postgres (with its url)']
-  })
-  const other = Fastify({ logger: false })
-  t.teardown(() => other.close())
-  await t.rejects(async () => { await other.register(a2a, { config: { tasks: { backend: 'postgres' }, services: { postgres: { url: 'postgres://127.0.0.1/a2a' } } } }) }, {
-    code: 'A2A_ERR_INVALID_CONFIG',
-    problems: ['push_notifications.enabled: push configs cannot be kept in PostgreSQL yet: with tasks.backend postgres, set push_notifications.enabled: false']
-  })
+t.test('push on PostgreSQL: configs kept sealed with their task, deliveries made, and both still there for a later app', async t => {
+  const url = await testDatabase(t)
+  const hook = await receiver(t)
+  const config = {
+    tasks: { backend: 'postgres' as const },
+    push_notifications: { backend: 'postgres' as const, encryption_key: KEY, config: { allowed_networks: ['127.0.0.0/8'], retry_delay: 0.01 } },
+    services: { postgres: { url } }
+  }
+  const app = await build(t, { config })
+  const sent = await call(app, 'message/send', { message: userMessage('x'), configuration: { pushNotificationConfig: { url: hook.url, token: 'tk-secret' } } })
+  t.equal(sent.body.result.status.state, 'completed')
+  await until(() => hook.received.length === 2)
+  t.same(hook.received.map(r => r.body.status.state), ['in_progress', 'completed'])
+  const rows = await query(url, 'SELECT task_id, id, url, record FROM a2a_push_configs')
+  t.same(rows.map(r => [r.task_id, r.id, r.url]), [[sent.body.result.id, 'default', hook.url]])
+  t.notMatch(rows[0].record, /tk-secret/, 'the token is sealed at rest')
+  const ready = await app.inject('/ready')
+  t.same(ready.json().checks, { tasks: 'ok', postgres: 'ok' })
+  await app.close()
+
+  const later = await build(t, { config })
+  const list = await call(later, 'tasks/pushNotificationConfig/list', { id: sent.body.result.id })
+  t.same(list.body.result, [{ taskId: sent.body.result.id, pushNotificationConfig: { id: 'default', url: hook.url, token: 'tk-secret' } }])
 })

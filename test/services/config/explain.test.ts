@@ -12,7 +12,7 @@ const problemsOf = (input: unknown, sources = new Map<string, string>()): string
 t.test('an enumeration lists its allowed values and the value given', async t => {
   t.same(problemsOf({ tasks: { backend: 'mysql' } }), ['tasks.backend: must be one of memory, kvcache, postgres (got "mysql")'])
   t.same(problemsOf({ push_notifications: { backend: 'redis' } }),
-    ['push_notifications.backend: must be one of memory, webhook, kvcache (got "redis")'])
+    ['push_notifications.backend: must be one of memory, webhook, kvcache, postgres (got "redis")'])
   t.same(problemsOf({ server: { log_level: 'loud' } }),
     ['server.log_level: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'])
   t.same(problemsOf({ security: { auth_type: 'jwt' } }), ['security.auth_type: must be one of api_key, bearer, oauth2 (got "jwt")'])

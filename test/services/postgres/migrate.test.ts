@@ -25,7 +25,9 @@ const recorded = async (client: pg.Client): Promise<Array<{ version: number, nam
 const DATA_AT: Readonly<Record<number, string>> = {
   1: `INSERT INTO a2a_tasks (id, owner, context_id, state, version, created_at, updated_at, record)
       VALUES ('t-1', 'alice', 'c-1', 'completed', 2, 1, 2, '{"task":{}}');
-      INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES ('t-1', 2, 1, '{}')`
+      INSERT INTO a2a_task_events (task_id, version, prev, body) VALUES ('t-1', 2, 1, '{}')`,
+  2: `INSERT INTO a2a_push_configs (task_id, id, created, touched, url, record)
+      VALUES ('t-1', 'default', nextval('a2a_push_config_seq'), nextval('a2a_push_config_seq'), 'https://hooks.example.com/', '{}')`
 }
 
 t.test('on an empty database every migration is applied once, in order, and recorded; run again, none is', async t => {

@@ -5,33 +5,12 @@ import t from 'tap'
 import { connectOnce } from '../../../services/postgres/connect.js'
 import { migrate } from '../../../services/postgres/migrate.js'
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from '../../../services/tasks/postgres-store.js'
-import { testDatabase, type Teardown } from '../../helper.js'
+import { migratedSchema, testDatabase, type Teardown } from '../../helper.js'
 import { record, storeContract } from './store-contract.js'
 
-// One database for the file, and a schema of its own for each case: a database per case made the file take 9 to 17 s
-// instead of 4, each CREATE and DROP DATABASE copying and checkpointing (the 2-core test machine, 2026-11-28). The
-// migrations and the store's functions name no schema, so they work in whichever the connection's search_path gives.
+// One database for the file, and a migrated schema of its own for each case (test/backends.ts `migratedSchema`).
 const databaseUrl = testDatabase(t)
-let cases = 0
-
-/** A migrated schema of the case's own, and a pool whose connections use it, ended and dropped at teardown. */
-async function database (t: Teardown): Promise<pg.Pool> {
-  const url = await databaseUrl
-  const schema = `case_${++cases}`
-  const client = await connectOnce(url)
-  await client.query(`CREATE SCHEMA ${schema}`)
-  await client.query(`SET search_path = ${schema}`)
-  await migrate(client)
-  const pool = new pg.Pool({ connectionString: url, max: 4, options: `-c search_path=${schema}` })
-  // An idle connection ended by the server (the database dropped at the file's end) is the pool's to drop.
-  pool.on('error', () => {})
-  t.teardown(async () => {
-    await pool.end()
-    await client.query(`DROP SCHEMA ${schema} CASCADE`)
-    await client.end()
-  })
-  return pool
-}
+const database = async (t: Teardown): Promise<pg.Pool> => await migratedSchema(t, await databaseUrl)
 
 async function storeOn (t: Teardown, opts: Partial<PostgresTaskStoreOptions> = {}): Promise<{ store: PostgresTaskStore, pool: pg.Pool }> {
   const pool = await database(t)
