@@ -10,7 +10,7 @@ COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
 COPY services ./services
-COPY scripts/build-assets.js ./scripts/
+COPY scripts/build-assets.js scripts/config-check.js ./scripts/
 # The same build as `npm run build`: the compiler, then the protos and the compiled config validator beside dist/.
 RUN npm run build
 

@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import picomatch from 'picomatch'
-import { configCheckSource } from './build-assets.js'
+import { configCheckSource } from './config-check.js'
 import { killGroup } from './run-processes.js'
 import { ROOT, compiled } from './ts-compile.js'
 /** tap's default for one file, which the files are written to fit (package.json "tap"."timeout"). */
@@ -76,7 +76,8 @@ function compiledTree (from, to) {
 
 // In node_modules/.cache, one tree per run, removed at the end; trees of runs that were killed are removed first.
 const TREES = join(ROOT, 'node_modules', '.cache', 'fastify-a2a-quick')
-for (const pid of existsSync(TREES) ? readdirSync(TREES) : []) {
+mkdirSync(TREES, { recursive: true })
+for (const pid of readdirSync(TREES)) {
   if (!alive(Number(pid))) rmSync(join(TREES, pid), { recursive: true, force: true })
 }
 const TREE = join(TREES, String(process.pid))
@@ -98,7 +99,7 @@ function alive (pid) {
 function run (file) {
   return new Promise(resolve => {
     const started = Date.now()
-    const script = join(TREE, file.endsWith('.ts') ? `${file.slice(0, -3)}.js` : file)
+    const script = join(TREE, file.replace(/\.ts$/, '.js'))
     const child = spawn(process.execPath, ['--enable-source-maps', script], {
       cwd: ROOT,
       env: { ...process.env, TAP_TIMEOUT: String(FILE_TIMEOUT_S) },

@@ -1,4 +1,4 @@
-// The configuration's validator compiled ahead of time (scripts/build-assets.js, dist/services/config/config-check.cjs)
+// The configuration's validator compiled ahead of time (scripts/config-check.js, written into dist/ by scripts/build-assets.js)
 // behaves as the schema compiled at run time: the same defaults, coercions and errors.
 import { writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -8,7 +8,7 @@ import t from 'tap'
 import { ConfigSchema } from '../../../schemas/config.js'
 import { schemaProblems } from '../../../services/config/explain.js'
 import { CONFIG_AJV_OPTIONS } from '../../../services/config/validate.js'
-import { configCheckSource } from '../../../scripts/build-assets.js'
+import { configCheckSource } from '../../../scripts/config-check.js'
 
 const INPUTS: unknown[] = [
   {},

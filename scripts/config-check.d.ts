@@ -1,2 +1,2 @@
-// Types of scripts/build-assets.js, for the tests that use it.
+// Types of scripts/config-check.js, for the tests that use it.
 export declare function configCheckSource (dir: URL): Promise<string>
