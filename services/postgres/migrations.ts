@@ -200,6 +200,48 @@ BEGIN
 END
 $fn$;
 `
+  },
+  {
+    version: 3,
+    name: 'task leases',
+    sql: `
+-- Which instance runs which task (services/tasks/postgres-leases.ts): one row per lease, with its expiry by the
+-- database's clock (so instances with skewed clocks agree), and when a claim round first found it expired.
+CREATE TABLE a2a_task_leases (
+  task_id text PRIMARY KEY,
+  expires_at bigint NOT NULL,
+  doubted_at bigint
+);
+CREATE INDEX a2a_task_leases_expiry ON a2a_task_leases (expires_at);
+
+-- Now, in epoch ms, by the database's clock.
+CREATE FUNCTION a2a_now_ms () RETURNS bigint
+LANGUAGE sql VOLATILE AS $fn$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $fn$;
+
+-- Claims expired leases, a batch at a time, skipping those another claimer holds. An expired lease is first doubted:
+-- given p_grace more from now (the database takes writes now, so an owner that is alive renews it meanwhile, which
+-- clears the doubt). An expired lease doubted within the last two graces is claimed: leased again, p_ttl, for the
+-- claimer, so one claimer at a time, and a claim whose task is never settled lapses and is claimed again. With no
+-- grace, an expired lease is claimed at once. Returns the claimed task ids.
+CREATE FUNCTION a2a_claim_leases (p_batch integer, p_ttl bigint, p_grace bigint) RETURNS SETOF text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  now_ms bigint := a2a_now_ms();
+  lease record;
+BEGIN
+  FOR lease IN SELECT task_id, doubted_at FROM a2a_task_leases WHERE expires_at <= now_ms
+    ORDER BY expires_at LIMIT p_batch FOR UPDATE SKIP LOCKED
+  LOOP
+    IF p_grace = 0 OR lease.doubted_at > now_ms - 2 * p_grace THEN
+      UPDATE a2a_task_leases SET expires_at = now_ms + p_ttl, doubted_at = NULL WHERE task_id = lease.task_id;
+      RETURN NEXT lease.task_id;
+    ELSE
+      UPDATE a2a_task_leases SET expires_at = now_ms + p_grace, doubted_at = now_ms WHERE task_id = lease.task_id;
+    END IF;
+  END LOOP;
+END
+$fn$;
+`
   }
 ]
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
-import { PushConfigLimit, StorageUnavailable } from '../kernel/errors.js'
+import { PushConfigLimit } from '../kernel/errors.js'
+import { storeQuery } from '../postgres/query.js'
 import type { Sealing } from './sealing.js'
 import type { PushConfigStore, PutOptions, PutResult, StoredPushConfig } from './store.js'
 
@@ -84,13 +85,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
     return { id: row.id, ...JSON.parse(this.#sealing?.open(row.record) ?? row.record) }
   }
 
-  /** Runs one query; whatever the driver throws becomes StorageUnavailable with a short reason, never the values. */
   async #query (text: string, values: unknown[]): Promise<pg.QueryResult> {
-    try {
-      return await this.#pool.query(text, values)
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      throw new StorageUnavailable(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? `postgres error ${code}` : 'postgres unreachable')
-    }
+    return await storeQuery(this.#pool, text, values)
   }
 }

@@ -44,7 +44,7 @@ export interface RedisTaskLeasesOptions {
 }
 
 /** Most expired leases claimed by one call; the next round takes the rest. */
-const CLAIM_BATCH = 100
+export const CLAIM_BATCH = 100
 /** A renewal Redis refused is tried again this soon (or every third of the TTL, when that is sooner). */
 const RETRY_MS = 100
 
@@ -88,15 +88,14 @@ end
 return claimed
 `
 
-/** Leases in one Redis sorted set, scored by expiry. Renewal is one script call for all the tasks held here. */
-export class RedisTaskLeases implements TaskLeases {
-  readonly #client: Redis
-  readonly #set: RedisScript
-  readonly #claim: RedisScript
-  readonly #key: string
-  readonly #doubted: string
-  readonly #ttlMs: number
-  readonly #graceMs: number
+/**
+ * What every backend's leases share: the tasks held here, all renewed together every third of the TTL; a renewal
+ * the backend refused is logged once per outage and retried every `RETRY_MS` until one lands. A backend says how to
+ * take, renew, drop and claim.
+ */
+export abstract class RenewedLeases implements TaskLeases {
+  protected readonly ttlMs: number
+  protected readonly graceMs: number
   readonly #retryMs: number
   readonly #log: Logger
   readonly #held = new Set<string>()
@@ -107,20 +106,21 @@ export class RedisTaskLeases implements TaskLeases {
   #failing = false
   #retry: NodeJS.Timeout | undefined
 
-  /** `client` is borrowed: never closed here. */
-  constructor (client: Redis, opts: RedisTaskLeasesOptions) {
-    this.#client = client
-    this.#set = redisScript(client, 'a2aLeaseSet', SET_LUA, 2)
-    this.#claim = redisScript(client, 'a2aLeaseClaim', CLAIM_LUA, 2)
-    this.#key = `${opts.keyPrefix}leases`
-    this.#doubted = `${opts.keyPrefix}leases:doubted`
-    this.#ttlMs = Math.round(opts.ttlMs)
-    this.#graceMs = Math.round(opts.graceMs ?? this.#ttlMs)
+  constructor (opts: { ttlMs: number, graceMs?: number, log: Logger }) {
+    this.ttlMs = Math.round(opts.ttlMs)
+    this.graceMs = Math.round(opts.graceMs ?? this.ttlMs)
     this.#log = opts.log
-    const period = Math.max(50, Math.floor(this.#ttlMs / 3))
+    const period = Math.max(50, Math.floor(this.ttlMs / 3))
     this.#retryMs = Math.min(period, RETRY_MS)
     this.#timer = setInterval(() => { this.#renew() }, period).unref()
   }
+
+  /** Takes (or takes again) the lease of one task, for `ttlMs`. */
+  protected abstract take (taskId: string): Promise<unknown>
+  /** Renews the leases of these tasks that still exist; never takes back one that is gone (released, or claimed). */
+  protected abstract renewAll (taskIds: string[]): Promise<unknown>
+  protected abstract drop (taskId: string): Promise<unknown>
+  abstract claimExpired (): Promise<string[]>
 
   /** Tasks this instance holds leases on. */
   get held (): number {
@@ -129,7 +129,7 @@ export class RedisTaskLeases implements TaskLeases {
 
   async acquire (taskId: string): Promise<void> {
     this.#held.add(taskId)
-    await storageCall(this.#set(this.#key, this.#doubted, this.#ttlMs, 'take', taskId))
+    await this.take(taskId)
   }
 
   hold (taskId: string): void {
@@ -138,16 +138,11 @@ export class RedisTaskLeases implements TaskLeases {
 
   async release (taskId: string): Promise<void> {
     this.#held.delete(taskId)
-    // A doubt left behind is harmless: a lease taken again clears it, and the claimers drop it once it is old.
-    await storageCall(this.#client.zrem(this.#key, taskId))
+    await this.drop(taskId)
   }
 
   abandon (taskId: string): void {
     this.#held.delete(taskId)
-  }
-
-  async claimExpired (): Promise<string[]> {
-    return await storageCall(this.#claim(this.#key, this.#doubted, CLAIM_BATCH, this.#ttlMs, this.#graceMs)) as string[]
   }
 
   async close (): Promise<void> {
@@ -161,8 +156,7 @@ export class RedisTaskLeases implements TaskLeases {
     // Once closed, nothing is held: a retry of a renewal that failed meanwhile stops here.
     if (this.#renewing || this.#held.size === 0) return
     this.#renewing = true
-    // Renew only: a lease whose task has ended (or was released) is not taken back.
-    this.#set(this.#key, this.#doubted, this.#ttlMs, 'renew', ...this.#held).then(() => {
+    this.renewAll([...this.#held]).then(() => {
       this.#renewing = false
       if (!this.#failing) return
       this.#failing = false
@@ -175,5 +169,42 @@ export class RedisTaskLeases implements TaskLeases {
       this.#failing = true
       this.#retry = setTimeout(() => { this.#renew() }, this.#retryMs).unref()
     })
+  }
+}
+
+/** Leases in one Redis sorted set, scored by expiry. Renewal is one script call for all the tasks held here. */
+export class RedisTaskLeases extends RenewedLeases {
+  readonly #client: Redis
+  readonly #set: RedisScript
+  readonly #claim: RedisScript
+  readonly #key: string
+  readonly #doubted: string
+
+  /** `client` is borrowed: never closed here. */
+  constructor (client: Redis, opts: RedisTaskLeasesOptions) {
+    super(opts)
+    this.#client = client
+    this.#set = redisScript(client, 'a2aLeaseSet', SET_LUA, 2)
+    this.#claim = redisScript(client, 'a2aLeaseClaim', CLAIM_LUA, 2)
+    this.#key = `${opts.keyPrefix}leases`
+    this.#doubted = `${opts.keyPrefix}leases:doubted`
+  }
+
+  protected async take (taskId: string): Promise<void> {
+    await storageCall(this.#set(this.#key, this.#doubted, this.ttlMs, 'take', taskId))
+  }
+
+  protected async renewAll (taskIds: string[]): Promise<void> {
+    // Renew only: a lease whose task has ended (or was released) is not taken back.
+    await this.#set(this.#key, this.#doubted, this.ttlMs, 'renew', ...taskIds)
+  }
+
+  protected async drop (taskId: string): Promise<void> {
+    // A doubt left behind is harmless: a lease taken again clears it, and the claimers drop it once it is old.
+    await storageCall(this.#client.zrem(this.#key, taskId))
+  }
+
+  async claimExpired (): Promise<string[]> {
+    return await storageCall(this.#claim(this.#key, this.#doubted, CLAIM_BATCH, this.ttlMs, this.graceMs)) as string[]
   }
 }

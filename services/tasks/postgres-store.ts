@@ -1,5 +1,6 @@
 import type pg from 'pg'
-import { LiveTaskLimit, StorageUnavailable, TaskConflict } from '../kernel/errors.js'
+import { LiveTaskLimit, TaskConflict } from '../kernel/errors.js'
+import { storeQuery } from '../postgres/query.js'
 import { decodePageToken, encodePageToken } from './page-token.js'
 import { isTerminal } from './states.js'
 import { keptBody, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
@@ -168,19 +169,7 @@ export class PostgresTaskStore implements TaskStore {
     return isTerminal(record.task.status.state) ? record.updatedAt + this.#ttlMs : null
   }
 
-  /** Runs one query; whatever the driver throws becomes StorageUnavailable with a short reason, never the query's values. */
   async #query (text: string, values: unknown[]): Promise<pg.QueryResult> {
-    try {
-      return await this.#pool.query(text, values)
-    } catch (err) {
-      throw new StorageUnavailable(reason(err as NodeJS.ErrnoException))
-    }
+    return await storeQuery(this.#pool, text, values)
   }
-}
-
-/** A short, fixed reason: the driver's error may carry the query's values, and those hold the task. */
-function reason (err: NodeJS.ErrnoException): string {
-  if (err.code === '57014') return 'postgres statement timed out'
-  if (typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code)) return `postgres error ${err.code}`
-  return 'postgres unreachable'
 }
