@@ -17,6 +17,17 @@ async function migrateCli (t: Parameters<typeof runChild>[0], dir: string, args:
   return { status, stdout, stderr }
 }
 
+/** Records a migration later than this version knows in the (migrated) database at `url`. */
+async function fromTheFuture (url: string): Promise<void> {
+  const pg = (await import('pg')).default
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('INSERT INTO a2a_schema_migrations (version, name) VALUES ($1, $2)', [SCHEMA_VERSION + 1, 'from a later version'])
+  await client.end()
+}
+
+const NEWER = `fastify-a2a: the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one\n`
+
 t.test('migrate applies the schema once, prints each migration, and finds nothing to do the second time', async t => {
   const url = await testDatabase(t)
   // The URL from the environment, as the template suggests.
@@ -57,14 +68,10 @@ t.test('a database at a newer schema than this version knows: one line, exit 1',
   const url = await testDatabase(t)
   const dir = t.testdir({ 'agent.yml': `services:\n  postgres:\n    url: ${url}\n` })
   t.equal((await migrateCli(t, dir, [])).status, 0)
-  const pg = (await import('pg')).default
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  await client.query('INSERT INTO a2a_schema_migrations (version, name) VALUES ($1, $2)', [SCHEMA_VERSION + 1, 'from a later version'])
-  await client.end()
+  await fromTheFuture(url)
   const newer = await migrateCli(t, dir, [])
   t.equal(newer.status, 1)
-  t.equal(newer.stderr, `fastify-a2a: the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one\n`)
+  t.equal(newer.stderr, NEWER)
 })
 
 t.test('serve with tasks in PostgreSQL: a missing database or a newer schema ends the start with one line, exit 1', async t => {
@@ -80,13 +87,9 @@ t.test('serve with tasks in PostgreSQL: a missing database or a newer schema end
 
   const dir = t.testdir(config(url))
   t.equal((await migrateCli(t, dir, [])).status, 0)
-  const pg = (await import('pg')).default
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  await client.query('INSERT INTO a2a_schema_migrations (version, name) VALUES ($1, $2)', [SCHEMA_VERSION + 1, 'from a later version'])
-  await client.end()
+  await fromTheFuture(url)
   const newer = await serveCli(dir)
   t.equal(newer.status, 1)
-  t.equal(newer.stderr, `fastify-a2a: the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one\n`)
+  t.equal(newer.stderr, NEWER)
   t.equal(newer.stdout, '', 'no log line either: nothing started')
 })

@@ -209,8 +209,8 @@ push_notifications:
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.push_notifications.key_prefix)}
   # postgres backend: seals each config (token and credentials with it) at rest with AES-256-GCM. 32 bytes in base64
-  # (openssl rand -base64 32), here read from the environment; empty: stored as JSON.
-  encryption_key: "\${A2A_PUSH_KEY:-}"
+  # (openssl rand -base64 32), best read from the environment: "\${A2A_PUSH_KEY}". Empty: stored as JSON.
+  encryption_key: ${y(d.push_notifications.encryption_key)}
   # After a rotation: the keys configs were sealed with before, still opened on reads.
   previous_encryption_keys: []
   config:
