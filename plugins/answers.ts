@@ -36,13 +36,25 @@ export function gone (res: ServerResponse): boolean {
   return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true
 }
 
+/** What `untaken` reads of an HTTP/1 socket: its handle's queue, and the write under way in its stream state. */
+interface SocketInternals {
+  _handle?: { writeQueueSize?: number } | null
+  _writableState?: { writing?: boolean, writelen?: number }
+}
+
 /**
- * Bytes written to a response that its client has not taken yet: what waits in the response and its socket, and
- * (HTTP/1) what the socket's handle still holds of a write under way, which shrinks as the client reads.
+ * Bytes written to a response that its client has not taken yet: what waits in the response and its socket. On
+ * HTTP/1 a write under way counts only what the socket's handle still holds of it (which shrinks as the client
+ * reads), not its whole length: the socket's `writableLength` keeps the whole write until it is done, and counting
+ * both counted a 24 MiB event twice (46 MB), so that a stream whose only untaken bytes were the event being written
+ * was cut as a consumer too far behind (test/plugins/sse.test.ts, "a stream whose client takes nothing...").
  */
 export function untaken (res: ServerResponse): number {
-  const handle = (res.socket as { _handle?: { writeQueueSize?: number } } | null)?._handle
-  return res.writableLength + (res.req.httpVersionMajor === 2 ? 0 : handle?.writeQueueSize ?? 0)
+  if (res.req.httpVersionMajor === 2) return res.writableLength
+  const socket = res.socket as SocketInternals | null
+  const state = socket?._writableState
+  const underWay = state?.writing === true ? state.writelen as number : 0
+  return res.writableLength - underWay + (socket?._handle?.writeQueueSize ?? 0)
 }
 
 /**
