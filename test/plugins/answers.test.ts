@@ -5,7 +5,10 @@ import { createServer as createHttpServer, request, type ServerResponse } from '
 import { connect as connectHttp2, createServer as createHttp2Server, type ClientHttp2Session } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { reset } from '../../plugins/answers.js'
+import { until } from '../helper.js'
+import pino from 'pino'
+import { HttpAnswers, reset, untaken } from '../../plugins/answers.js'
+import { AnswerBudget } from '../../services/serving/answer-budget.js'
 
 t.test('on HTTP/2 only the stream is reset: the connection goes on serving its other streams', async t => {
   const server = createHttp2Server((req, res) => {
@@ -52,4 +55,31 @@ t.test('on HTTP/1 a socket already destroyed is left as it is, and nothing throw
   const [err] = await once(req, 'error') as [NodeJS.ErrnoException]
   t.equal(err.code, 'ECONNRESET', 'the client sees its connection gone')
   t.equal(thrown, null)
+})
+
+t.test('watch leaves alone a response that is done, gone or already watched; a write under way counts what is not yet sent', async t => {
+  const answers = new HttpAnswers(new AnswerBudget({ maxBytes: Infinity, maxBytesPerConnection: Infinity }), 60_000, pino({ level: 'silent' }))
+  t.teardown(() => answers.close())
+  let seen: ServerResponse | undefined
+  const server = createHttpServer((_req, res) => {
+    seen = res
+    res.write('x'.repeat(8 * 1024 * 1024))
+    // (With the headers and the chunk's framing: a few hundred bytes more.)
+    t.ok(untaken(res) <= 8 * 1024 * 1024 + 1024, `a write under way is not counted twice (${untaken(res)})`)
+    answers.watch(res)
+    answers.watch(res)
+    t.equal(answers.watching, 1, 'watched once')
+    res.end()
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => server.close())
+  const req = request({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', path: '/' })
+  req.end()
+  const [res] = await once(req, 'response')
+  res.resume()
+  await once(res, 'end')
+  await until(() => seen?.writableFinished === true)
+  answers.watch(seen as ServerResponse)
+  t.equal(answers.watching, 0, 'a finished response is not watched')
 })

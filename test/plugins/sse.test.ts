@@ -142,6 +142,23 @@ t.test('a client that stops reading is cut off once its queue passes the limit, 
   t.equal(sources[0].write(big), false, 'nothing more is written to it')
 })
 
+t.test('a client that takes nothing, with more than the limit queued behind the event being written, is cut off once still', async t => {
+  const { fastify, url, sources } = await app(t, { maxQueuedBytes: 64 * 1024 })
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.on('error', () => {})
+  socket.pause()
+  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+  await until(() => sources.length === 1)
+  // The event being written is spared, whatever its size; the one behind it is not (15 MiB: more than the kernel's
+  // socket buffers take, about 10 MB at most on Linux, less than the 16 MiB a write may leave behind before it is cut
+  // at once).
+  sources[0].write(JSON.stringify({ text: 'x'.repeat(24 * 1024 * 1024) }))
+  sources[0].write(JSON.stringify({ text: 'y'.repeat(15 * 1024 * 1024) }))
+  await until(() => sources[0].closed() === 1, 1000)
+  t.equal(fastify.a2aStreams.size, 0, 'cut off, its slot given back')
+})
+
 t.test('take hands out at most max streams slots, each given back once, by the stream\'s end', async t => {
   const { fastify, url, sources } = await app(t, { maxStreams: 1 })
   const pending = fetch(url + '/stream', { method: 'POST' })
