@@ -1,5 +1,5 @@
 import { connect as connectHttp2 } from 'node:http2'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import t from 'tap'
 import pino from 'pino'
@@ -56,6 +56,16 @@ async function app (t: { teardown (fn: () => unknown): void }, opts: Partial<Par
   const url = await fastify.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => fastify.close())
   return { fastify, url, sources }
+}
+
+/** A client of a stream of `/stream` that reads nothing (its socket paused), once the stream's source is there. */
+async function pausedClient (t: { teardown (fn: () => unknown): void }, url: string, sources: unknown[]): Promise<Socket> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  socket.pause()
+  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
+  await until(() => sources.length === 1)
+  return socket
 }
 
 t.test('the plugin writes each result as one data event carrying the request id, with the SSE headers', async t => {
@@ -123,12 +133,7 @@ t.test('a client that goes away closes its source and leaves the hub', async t =
 
 t.test('a client that stops reading is cut off once its queue passes the limit, and its source is closed', async t => {
   const { fastify, url, sources } = await app(t, { maxQueuedBytes: 64 * 1024 })
-  const { port } = new URL(url)
-  const socket = connect(Number(port), '127.0.0.1')
-  t.teardown(() => socket.destroy())
-  socket.pause()
-  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
-  await until(() => sources.length === 1)
+  await pausedClient(t, url, sources)
   const big = JSON.stringify({ text: 'x'.repeat(1024 * 1024) })
   // The kernel's socket buffers take the first megabytes; then the response's own queue grows past the limit.
   let writes = 0
@@ -144,12 +149,8 @@ t.test('a client that stops reading is cut off once its queue passes the limit, 
 
 t.test('a client that takes nothing, with more than the limit queued behind the event being written, is cut off once still', async t => {
   const { fastify, url, sources } = await app(t, { maxQueuedBytes: 64 * 1024 })
-  const socket = connect(Number(new URL(url).port), '127.0.0.1')
-  t.teardown(() => socket.destroy())
+  const socket = await pausedClient(t, url, sources)
   socket.on('error', () => {})
-  socket.pause()
-  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
-  await until(() => sources.length === 1)
   // The event being written is spared, whatever its size; the one behind it is not (15 MiB: more than the kernel's
   // socket buffers take, about 10 MB at most on Linux, less than the 16 MiB a write may leave behind before it is cut
   // at once).
@@ -309,11 +310,7 @@ t.test('a stream whose client takes nothing gets no keep-alive, and is reset aft
   const logs = logCapture()
   const answers = new HttpAnswers(budget, 1000, pino({ level: 'info' }, logs.stream))
   const { fastify, url, sources } = await app(t, { heartbeatMs: 10, maxStreams: 1, answers })
-  const socket = connect(Number(new URL(url).port), '127.0.0.1')
-  t.teardown(() => socket.destroy())
-  socket.pause()
-  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
-  await until(() => sources.length === 1)
+  const socket = await pausedClient(t, url, sources)
   // One event larger than the kernel's socket buffers take: the event being written, which the 1 MiB rule spares.
   sources[0].write(JSON.stringify({ text: 'x'.repeat(24 * 1024 * 1024) }))
   t.ok(budget.bytes > 0, 'what was written counts until its client takes it')
@@ -345,12 +342,8 @@ t.test('at shutdown, a stream whose client has not taken its last bytes within t
   const budget = new AnswerBudget({ maxBytes: Infinity, maxBytesPerConnection: Infinity })
   const answers = new HttpAnswers(budget, 60_000, pino({ level: 'silent' }))
   const { fastify, url, sources } = await app(t, { answers })
-  const socket = connect(Number(new URL(url).port), '127.0.0.1')
-  t.teardown(() => socket.destroy())
+  const socket = await pausedClient(t, url, sources)
   socket.on('error', () => {})
-  socket.pause()
-  socket.write('POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n')
-  await until(() => sources.length === 1)
   // More than the kernel's socket buffers take: the stream cannot flush while its client reads nothing.
   sources[0].write(JSON.stringify({ text: 'x'.repeat(24 * 1024 * 1024) }))
   fastify.a2aStreams.endAll()
