@@ -5,11 +5,10 @@ import type { AgentExecutor, AgentTools } from '../services/agent/executor.js'
 import type { Principal } from '../services/auth/principal.js'
 import { createAgentTools } from '../services/json-rpc/agent-tools.js'
 import { InvalidPluginOptions } from '../services/kernel/errors.js'
-import { startSweeper, sweepIntervalMs } from '../services/kernel/sweeper.js'
+import { startSweeper, sweepIntervalMs, type Sweeper } from '../services/kernel/sweeper.js'
 import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
 import { RedisTaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
-import type { PostgresTaskStore } from '../services/tasks/postgres-store.js'
 import { RedisTaskEventBus } from '../services/tasks/redis-event-bus.js'
 import { RedisTaskStore } from '../services/tasks/redis-store.js'
 import type { TaskStore } from '../services/tasks/store.js'
@@ -40,7 +39,7 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
   let store: TaskStore
   let bus: TaskEventBus
   let leases: RedisTaskLeases | undefined
-  let pgStore: PostgresTaskStore | undefined
+  let sweeper: Sweeper | undefined
   if (settings.backend === 'kvcache') {
     const client = fastify.a2aRedis
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
@@ -73,12 +72,14 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     if (pool === null) throw new InvalidPluginOptions('tasks.backend: postgres needs services.postgres')
     // Loaded only when used, with the driver (plugins/postgres.ts).
     const { PostgresTaskStore } = await import('../services/tasks/postgres-store.js')
-    pgStore = new PostgresTaskStore(pool, {
+    const pgStore = new PostgresTaskStore(pool, {
       ttlSeconds: settings.ttl,
       maxLivePerOwner: settings.max_live_per_principal,
       replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
     })
     store = pgStore
+    // Terminal tasks past `tasks.ttl` are no longer read; their rows are deleted, with their events.
+    sweeper = startSweeper(() => pgStore.deleteExpired(), { intervalMs: sweepIntervalMs(settings.ttl), log, failure: 'expired tasks not deleted' })
     // One instance: its events stay in this process (docs/stores.md, "PostgreSQL").
     bus = new MemoryTaskEventBus()
   } else {
@@ -122,11 +123,6 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
   const expiry = setInterval(() => {
     service.expireInterrupted().catch((err: unknown) => log.warn({ err }, 'interrupted tasks not expired'))
   }, Math.min(60_000, Math.max(100, settings.interrupted_ttl * 250))).unref()
-
-  // Terminal tasks past `tasks.ttl` are no longer read; PostgreSQL rows are deleted, with their events.
-  const sweeper = pgStore === undefined
-    ? undefined
-    : startSweeper(() => (pgStore as PostgresTaskStore).deleteExpired(), { intervalMs: sweepIntervalMs(settings.ttl), log, failure: 'expired tasks not deleted' })
 
   fastify.decorate('a2aTasks', service)
   fastify.addHook('preClose', async () => {

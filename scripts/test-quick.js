@@ -43,11 +43,14 @@ const files = named.length > 0
 /** Folders that are never copied into the compiled tree, at any depth: they are linked to whole. */
 const LINKED = new Set(['node_modules', '.git', 'dist', '.tap', 'coverage', 'workspace', '.scratch'])
 
-/** Whether a folder holds a .ts file of the project's (not a declaration file), at any depth. */
+/** A TypeScript file to compile: a .ts file, not a declaration file. */
+const isTs = name => name.endsWith('.ts') && !name.endsWith('.d.ts')
+
+/** Whether a folder holds a TypeScript file to compile, at any depth. */
 function holdsTs (dir) {
   return readdirSync(dir, { withFileTypes: true }).some(entry => entry.isDirectory()
     ? !LINKED.has(entry.name) && holdsTs(join(dir, entry.name))
-    : entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts'))
+    : isTs(entry.name))
 }
 
 /**
@@ -67,7 +70,7 @@ function compiledTree (from, to) {
       continue
     }
     symlinkSync(source, target)
-    if (entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !existsSync(`${source.slice(0, -3)}.js`)) {
+    if (entry.isFile() && isTs(entry.name) && !existsSync(`${source.slice(0, -3)}.js`)) {
       // 'wx': never written through a link to a file of the project's.
       writeFileSync(`${target.slice(0, -3)}.js`, compiled(source), { flag: 'wx' })
     }

@@ -3,6 +3,7 @@ import { isIP } from 'node:net'
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import { ConfigSchema, type A2AConfig } from '../../schemas/config.js'
 import { problemLine, schemaProblems, type ConfigSources } from './explain.js'
+import { postgresService } from './postgres-service.js'
 import { isSealingKey } from '../push/sealing.js'
 import { configError, isPlainObject, setOwn } from './problems.js'
 
@@ -80,7 +81,7 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
       problems.push(`${section}.backend: kvcache needs a services entry with type: cache`)
     }
   }
-  if (config.tasks.backend === 'postgres' && services.postgres?.type !== 'postgres') {
+  if (config.tasks.backend === 'postgres' && postgresService(config) === undefined) {
     problems.push('tasks.backend: postgres needs services.postgres (with its url)')
   }
   if (config.server.proxy_hops > 0 && config.server.trust_proxy !== false) {
@@ -103,7 +104,7 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
   if (config.tasks.backend === 'postgres' && push.enabled && push.backend !== 'postgres') {
     problems.push('push_notifications.backend: must be postgres when tasks.backend is postgres (push configs live with their tasks)')
   }
-  if (push.backend === 'postgres' && services.postgres?.type !== 'postgres') {
+  if (push.backend === 'postgres' && postgresService(config) === undefined) {
     problems.push('push_notifications.backend: postgres needs services.postgres (with its url)')
   }
   // Keys are secrets: the lines never echo them.

@@ -15,12 +15,12 @@ export class Sealing {
 
   /** `current` and `previous` are 32-byte keys in base64 (validateConfig checks them). */
   constructor (current: string, previous: readonly string[] = []) {
-    for (const encoded of [current, ...previous]) {
+    const [first, ...rest] = [current, ...previous].map(encoded => {
       const key = Buffer.from(encoded, 'base64')
-      this.#keys.set(keyId(key), key)
-    }
-    const key = Buffer.from(current, 'base64')
-    this.#current = { id: keyId(key), key }
+      return { id: keyId(key), key }
+    })
+    this.#current = first
+    for (const { id, key } of [first, ...rest]) this.#keys.set(id, key)
   }
 
   seal (plain: string): string {

@@ -16,6 +16,12 @@ async function expiry (pool: pg.Pool, taskId: string): Promise<number | null> {
   return rows.length === 0 ? null : Number(rows[0].expires_at)
 }
 
+/** Resolves once the lease of `taskId` has been renewed: its expiry moved past the one it has now. */
+async function renewal (pool: pg.Pool, taskId: string): Promise<void> {
+  const first = await expiry(pool, taskId) as number
+  await until(async () => (await expiry(pool, taskId) as number) > first)
+}
+
 t.test('a held lease is renewed; a released one is gone; neither is claimed', async t => {
   const db = await pool(t)
   const leases = new PostgresTaskLeases(db, { ttlMs: 300, log })
@@ -24,8 +30,7 @@ t.test('a held lease is renewed; a released one is gone; neither is claimed', as
   await leases.acquire('released')
   await leases.release('released')
   t.equal(leases.held, 1)
-  const first = await expiry(db, 'held') as number
-  await until(async () => (await expiry(db, 'held') as number) > first)
+  await renewal(db, 'held')
   t.same(await leases.claimExpired(), [], 'a renewed lease has not expired')
   t.equal(await expiry(db, 'released'), null)
 })
@@ -68,8 +73,7 @@ t.test('hold renews a lease taken elsewhere; abandon stops renewing without givi
   t.teardown(() => leases.close())
   await db.query('INSERT INTO a2a_task_leases (task_id, expires_at) VALUES ($1, a2a_now_ms() + 150)', ['inserted'])
   leases.hold('inserted')
-  const first = await expiry(db, 'inserted') as number
-  await until(async () => (await expiry(db, 'inserted') as number) > first)
+  await renewal(db, 'inserted')
   leases.abandon('inserted')
   t.equal(leases.held, 0)
   t.ok(await expiry(db, 'inserted'), 'the lease stays, to lapse')
@@ -83,8 +87,7 @@ t.test('a lease another instance claimed and settled is not taken back by a late
   await slow.acquire('task')
   await slow.acquire('other')
   await db.query('DELETE FROM a2a_task_leases WHERE task_id = $1', ['task'])
-  const first = await expiry(db, 'other') as number
-  await until(async () => (await expiry(db, 'other') as number) > first)
+  await renewal(db, 'other')
   t.equal(await expiry(db, 'task'), null)
 })
 
