@@ -4,10 +4,12 @@ import type { A2AConfig } from '../schemas/config.js'
 import type { AgentExecutor, AgentTools } from '../services/agent/executor.js'
 import type { Principal } from '../services/auth/principal.js'
 import { createAgentTools } from '../services/json-rpc/agent-tools.js'
+import { postgresService } from '../services/config/postgres-service.js'
 import { InvalidPluginOptions } from '../services/kernel/errors.js'
 import { startSweeper, sweepIntervalMs, type Sweeper } from '../services/kernel/sweeper.js'
 import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-bus.js'
-import { RedisTaskLeases } from '../services/tasks/leases.js'
+import type { TaskSince } from '../services/tasks/postgres-store.js'
+import { RedisTaskLeases, type TaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
 import { RedisTaskEventBus } from '../services/tasks/redis-event-bus.js'
 import { RedisTaskStore } from '../services/tasks/redis-store.js'
@@ -28,8 +30,8 @@ export interface TasksPluginOptions {
 
 /**
  * Creates the task store and event bus of `tasks.backend` and the task service over them. With kvcache, tasks,
- * events, cancellation and leases live in Redis, and every instance reaps the tasks of instances that died
- * (CONTRACT.md §10). On close, running tasks get `server.shutdown_timeout` to finish before they are failed
+ * events, cancellation and leases live in Redis; with postgres, in PostgreSQL (events and cancels by LISTEN/NOTIFY);
+ * either way every instance reaps the tasks of instances that died (CONTRACT.md §10). On close, running tasks get `server.shutdown_timeout` to finish before they are failed
  * (CONTRACT.md §6, shutdown).
  */
 const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts) => {
@@ -38,7 +40,7 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
   const log = fastify.log.child({ component: 'tasks' })
   let store: TaskStore
   let bus: TaskEventBus
-  let leases: RedisTaskLeases | undefined
+  let leases: TaskLeases | undefined
   let sweeper: Sweeper | undefined
   if (settings.backend === 'kvcache') {
     const client = fastify.a2aRedis
@@ -71,17 +73,36 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     /* c8 ignore next -- validateConfig refuses postgres without services.postgres; a guard for direct use */
     if (pool === null) throw new InvalidPluginOptions('tasks.backend: postgres needs services.postgres')
     // Loaded only when used, with the driver (plugins/postgres.ts).
-    const { PostgresTaskStore } = await import('../services/tasks/postgres-store.js')
+    const [{ PostgresTaskStore }, { PostgresTaskEventBus, EVENTS_CHANNEL }, { PostgresTaskLeases }, { connectOnce }, { storeQuery }] = await Promise.all([
+      import('../services/tasks/postgres-store.js'),
+      import('../services/tasks/postgres-event-bus.js'),
+      import('../services/tasks/postgres-leases.js'),
+      import('../services/postgres/connect.js'),
+      import('../services/postgres/query.js')
+    ])
+    const url = (postgresService(config) as { url: string }).url
+    // Events and cancellations cross instances by LISTEN/NOTIFY: each write notifies from its own function call.
+    const events = new PostgresTaskEventBus({
+      connect: async () => await connectOnce(url, 5000, true),
+      notify: async payload => await storeQuery(pool, 'SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]),
+      since: async (id, after): Promise<TaskSince | null> => await pgStore.since(id, after),
+      log
+    })
     const pgStore = new PostgresTaskStore(pool, {
       ttlSeconds: settings.ttl,
       maxLivePerOwner: settings.max_live_per_principal,
-      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl }
+      replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl },
+      leaseTtlMs: settings.lease_ttl * 1000,
+      announcer: events
     })
     store = pgStore
+    bus = events
+    leases = new PostgresTaskLeases(pool, { ttlMs: settings.lease_ttl * 1000, log })
+    // The app serves once the bus has tried to listen: a bus that could not goes on trying, and streams are refused
+    // with 503 until it listens.
+    await events.start()
     // Terminal tasks past `tasks.ttl` are no longer read; their rows are deleted, with their events.
     sweeper = startSweeper(() => pgStore.deleteExpired(), { intervalMs: sweepIntervalMs(settings.ttl), log, failure: 'expired tasks not deleted' })
-    // One instance: its events stay in this process (docs/stores.md, "PostgreSQL").
-    bus = new MemoryTaskEventBus()
   } else {
     store = new MemoryTaskStore({
       maxTasks: settings.max_tasks,

@@ -171,3 +171,16 @@ export async function migratedSchema (t: Teardown, url: string): Promise<import(
   })
   return pool
 }
+
+/**
+ * The URL of a schema of the test's own, empty, in the database at `url` (of `testDatabase`): its connections use
+ * it (`options=-c search_path=…`), so an app on it migrates and keeps its tables there. Dropped at teardown.
+ */
+export async function postgresSchema (t: Teardown, url: string): Promise<string> {
+  const schema = `app_${process.pid}_${++schemas}`
+  await withPostgres(url, client => client.query(`CREATE SCHEMA ${schema}`))
+  t.teardown(() => withPostgres(url, client => client.query(`DROP SCHEMA ${schema} CASCADE`)))
+  const withSchema = new URL(url)
+  withSchema.searchParams.set('options', `-c search_path=${schema}`)
+  return withSchema.href
+}

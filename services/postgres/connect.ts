@@ -14,12 +14,13 @@ export function describeUrl (url: string): string {
 }
 
 /**
- * One connection to `url`, for a job of its own (migrating): no statement timeout. Throws PostgresUnreachable with a
- * line that says what was wrong (refused, unknown host, no such database, refused credentials) instead of the
- * driver's error.
+ * One connection to `url`, for a job of its own (migrating, listening): no statement timeout. Throws
+ * PostgresUnreachable with a line that says what was wrong (refused, unknown host, no such database, refused
+ * credentials) instead of the driver's error. `keepAlive`: TCP keepalive, for a connection that waits for ever, so
+ * that a server whose host vanished is noticed.
  */
-export async function connectOnce (url: string, timeoutMs = 5000): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'fastify-a2a' })
+export async function connectOnce (url: string, timeoutMs = 5000, keepAlive = false): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'fastify-a2a', keepAlive })
   // An error after connecting (the server gone) reaches the query that runs then; this keeps it off the process.
   client.on('error', () => {})
   try {

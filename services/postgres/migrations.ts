@@ -242,6 +242,66 @@ BEGIN
 END
 $fn$;
 `
+  },
+  {
+    version: 4,
+    name: 'instances on postgres',
+    sql: `
+-- Several instances on one database (services/tasks/postgres-event-bus.ts). The functions of migration 1 stay, for an
+-- instance of the release before that still runs while this one migrates; these overloads take one argument more.
+
+-- An insert that also takes the new task's lease (p_lease_ttl ms, by the database's clock) when the task is
+-- unfinished: a task is never stored unleased, so an instance that dies right after the insert leaves it to the
+-- reaper instead of stranding it. The outcomes are those of the 13-argument insert.
+CREATE FUNCTION a2a_insert_task (p_id text, p_owner text, p_context text, p_state text, p_version integer,
+  p_created bigint, p_updated bigint, p_expires bigint, p_record text, p_max_live integer,
+  p_event_versions integer[], p_event_bodies text[], p_max_events integer, p_lease_ttl bigint) RETURNS integer
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  outcome integer;
+BEGIN
+  outcome := a2a_insert_task(p_id, p_owner, p_context, p_state, p_version, p_created, p_updated, p_expires, p_record,
+    p_max_live, p_event_versions, p_event_bodies, p_max_events);
+  IF outcome = 1 AND p_expires IS NULL AND p_lease_ttl IS NOT NULL THEN
+    INSERT INTO a2a_task_leases (task_id, expires_at) VALUES (p_id, a2a_now_ms() + p_lease_ttl)
+    ON CONFLICT (task_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, doubted_at = NULL;
+  END IF;
+  RETURN outcome;
+END
+$fn$;
+
+-- The compare-and-set write of migration 1, which also tells the other instances: p_notify, when given, is sent on
+-- the channel a2a_events once the write commits (a few dozen bytes: the listeners read the event rows). The write
+-- that makes the task terminal (p_expires set) drops its lease.
+CREATE FUNCTION a2a_replace_task (p_id text, p_version integer, p_context text, p_state text, p_updated bigint,
+  p_expires bigint, p_record text, p_event_body text, p_max_events integer, p_notify text) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF NOT a2a_replace_task(p_id, p_version, p_context, p_state, p_updated, p_expires, p_record, p_event_body, p_max_events) THEN
+    RETURN false;
+  END IF;
+  IF p_expires IS NOT NULL THEN
+    DELETE FROM a2a_task_leases WHERE task_id = p_id;
+  END IF;
+  IF p_notify IS NOT NULL THEN
+    PERFORM pg_notify('a2a_events', p_notify);
+  END IF;
+  RETURN true;
+END
+$fn$;
+
+-- What a listener reads when told of a task's writes: the task's version and last event, its record on the first row
+-- only, and the events kept after p_after, oldest first. No row: the task is not stored, or has expired (p_now).
+CREATE FUNCTION a2a_task_since (p_id text, p_after integer, p_now bigint)
+  RETURNS TABLE (task_version integer, last_event integer, record text, version integer, prev integer, body text)
+LANGUAGE sql STABLE AS $fn$
+  SELECT t.version, t.last_event, CASE WHEN row_number() OVER (ORDER BY e.version) = 1 THEN t.record END,
+    e.version, e.prev, e.body
+  FROM a2a_tasks t LEFT JOIN a2a_task_events e ON e.task_id = t.id AND e.version > p_after
+  WHERE t.id = p_id AND (t.expires_at IS NULL OR t.expires_at > p_now)
+  ORDER BY e.version
+$fn$;
+`
   }
 ]
 

@@ -17,6 +17,28 @@ export interface PostgresTaskStoreOptions {
   now?: () => number
   /** How many rows one `list` query reads at most when `where` filters them; small values are for tests. Default 100. */
   listBatchSize?: number
+  /**
+   * `tasks.lease_ttl` in ms, with the leases in the same database (PostgresTaskLeases): an insert takes the new
+   * unfinished task's lease, and the write that makes a task terminal drops it (`TaskStore.leasesOnInsert`).
+   */
+  leaseTtlMs?: number
+  /**
+   * The notice a write sends the other instances (PostgresTaskEventBus): with it, `replace(next, event)` keeps the
+   * event and sends the notice on the channel `a2a_events` in the one round trip (`TaskStore.announces`), and each
+   * task keeps at least its newest BUS_EVENTS events, which the other instances read.
+   */
+  announcer?: { notice: (taskId: string, version: number) => string }
+}
+
+/** A task whose writes are announced keeps at least this many events: what listeners a few writes behind read. */
+export const BUS_EVENTS = 100
+
+/** What a listener reads of a task (`since`): the task as stored, and the events kept after the version asked for. */
+export interface TaskSince {
+  readonly record: StoredTask
+  /** The version of the task's last event, kept or not. */
+  readonly lastEvent: number
+  readonly kept: KeptEvent[]
 }
 
 /**
@@ -46,10 +68,17 @@ export class PostgresTaskStore implements TaskStore {
   readonly #pool: pg.Pool
   readonly #ttlMs: number
   readonly #maxLive: number | null
+  /** Events kept per task: `server.stream_replay.max_events`, or BUS_EVENTS when more. */
   readonly #maxEvents: number
+  /** `server.stream_replay.max_events`: what a resumed stream is served, though more may be kept. */
+  readonly #replayEvents: number
   readonly #replayTtlMs: number
   readonly #now: () => number
   readonly #batch: number
+  readonly #leaseTtlMs: number | null
+  readonly #announcer: PostgresTaskStoreOptions['announcer']
+  readonly leasesOnInsert: boolean
+  readonly announces: boolean
   /** The `keep` of each task still under way, so that a task's events are kept in their order. */
   readonly #keeping = new Map<string, Promise<void>>()
 
@@ -57,7 +86,12 @@ export class PostgresTaskStore implements TaskStore {
     this.#pool = pool
     this.#ttlMs = Math.max(1, Math.ceil(opts.ttlSeconds * 1000))
     this.#maxLive = opts.maxLivePerOwner ?? null
-    this.#maxEvents = opts.replay?.maxEvents ?? 1000
+    this.#announcer = opts.announcer
+    this.announces = opts.announcer !== undefined
+    this.#replayEvents = opts.replay?.maxEvents ?? 1000
+    this.#maxEvents = Math.max(this.#replayEvents, this.announces ? BUS_EVENTS : 0)
+    this.#leaseTtlMs = opts.leaseTtlMs ?? null
+    this.leasesOnInsert = this.#leaseTtlMs !== null
     this.#replayTtlMs = (opts.replay?.ttlSeconds ?? 300) * 1000
     this.#now = opts.now ?? Date.now
     this.#batch = opts.listBatchSize ?? 100
@@ -66,11 +100,16 @@ export class PostgresTaskStore implements TaskStore {
   async insert (record: StoredTask, opts?: InsertOptions): Promise<void> {
     const { task, owner } = record
     const events = opts?.events ?? []
-    const { rows: [{ outcome }] } = await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS outcome', [
+    const values = [
       task.id, owner, task.contextId, task.status.state, record.version, record.createdAt, record.updatedAt,
       this.#expiry(record), JSON.stringify(record), this.#maxLive, events.map(e => e.version),
       events.map(e => JSON.stringify(keptBody(e))), this.#maxEvents
-    ])
+    ]
+    // With leases, the 14-argument insert (migration 4) takes the task's lease with it.
+    const { rows: [{ outcome }] } = this.#leaseTtlMs === null
+      ? await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS outcome', values)
+      : await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS outcome',
+        [...values, opts?.lease === false ? null : this.#leaseTtlMs])
     if (outcome === -1) throw new LiveTaskLimit(owner)
     if (outcome === 2) throw new TaskConflict(task.id)
   }
@@ -87,10 +126,17 @@ export class PostgresTaskStore implements TaskStore {
 
   async replace (next: StoredTask, event?: TaskEvent): Promise<ReplaceOutcome> {
     const { task } = next
-    const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', [
+    const values = [
       task.id, next.version, task.contextId, task.status.state, next.updatedAt, this.#expiry(next), JSON.stringify(next),
       event === undefined ? null : JSON.stringify(keptBody(event)), this.#maxEvents
-    ])
+    ]
+    if (this.#leaseTtlMs === null && this.#announcer === undefined) {
+      const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', values)
+      return written
+    }
+    // The 10-argument write (migration 4) drops the lease of a task it ends, and sends the notice of its event.
+    const notice = event === undefined || this.#announcer === undefined ? null : this.#announcer.notice(task.id, next.version)
+    const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS written', [...values, notice])
     return written
   }
 
@@ -113,9 +159,24 @@ export class PostgresTaskStore implements TaskStore {
     if (rows.length === 0 || rows[0].last_event <= after) return []
     // The events of a task terminal for longer than the replay TTL are no longer kept.
     const gone = isTerminal(rows[0].state) && Number(rows[0].updated_at) + this.#replayTtlMs <= this.#now()
-    // The first event after `after` must follow it directly, else some were trimmed away.
-    if (gone || rows[0].version === null || rows[0].prev > after) return null
+    // The first event after `after` must follow it directly, else some were trimmed away. Past the newest
+    // `max_events`, those kept for the other instances' listeners are not served.
+    if (gone || rows[0].version === null || rows[0].prev > after || rows.length > this.#replayEvents) return null
     return rows.map(row => ({ ...JSON.parse(row.body), version: row.version, prev: row.prev }))
+  }
+
+  /**
+   * The task as stored, the version of its last event, and the events kept after `after`, in one round trip: what a
+   * listener of another instance's writes reads (PostgresTaskEventBus). Null when the task is not stored or expired.
+   */
+  async since (taskId: string, after: number): Promise<TaskSince | null> {
+    const { rows } = await this.#query('SELECT * FROM a2a_task_since($1, $2, $3)', [taskId, after, this.#now()])
+    if (rows.length === 0) return null
+    return {
+      record: JSON.parse(rows[0].record),
+      lastEvent: rows[0].last_event,
+      kept: rows[0].version === null ? [] : rows.map(row => ({ ...JSON.parse(row.body), version: row.version, prev: row.prev }))
+    }
   }
 
   async claimInterrupted (before: number): Promise<string[]> {

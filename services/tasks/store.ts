@@ -36,6 +36,15 @@ export function keptEvent (event: TaskEvent, prev: number): KeptEvent {
   return Object.assign(keptBody(event), { version: event.version, prev })
 }
 
+/**
+ * A kept event as the stream's encoders and listeners take it: its task is `task` as it stands (their encoders read
+ * its id, contextId and, for a status event, its status: the event's own).
+ */
+export function fromKept (kept: KeptEvent, task: Task): TaskEvent {
+  if (kept.type === 'status') return { type: 'status', version: kept.version, task: { ...task, status: kept.status }, final: kept.final }
+  return { type: 'artifact', version: kept.version, task, artifact: kept.artifact, append: kept.append, lastChunk: kept.lastChunk }
+}
+
 export interface InsertOptions {
   /** For a store that `leasesOnInsert`: false stores the task without a lease (its run has ended). Default true. */
   lease?: boolean

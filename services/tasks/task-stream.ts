@@ -1,9 +1,8 @@
 import type { Task } from '../../schemas/task.js'
-import type { KeptEvent } from './store.js'
+import { fromKept, type KeptEvent, type StoredTask } from './store.js'
 import { taskNotFound, type JsonRpcError } from '../kernel/errors.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import { isSettled } from './states.js'
-import type { StoredTask } from './store.js'
 
 /** The metadata key that marks a snapshot sent in place of events no longer kept. */
 export const RESYNC_KEY = 'fastify-a2a.resync'
@@ -159,7 +158,7 @@ export class TaskEventStream {
         this.#push({ snapshot: resynced(record.task), version: record.version }, settled)
       } else {
         this.#afterVersion = resume.after
-        for (const kept of resume.kept) this.#onEvent(replayed(kept, record.task))
+        for (const kept of resume.kept) this.#onEvent(fromKept(kept, record.task))
         if (this.#afterVersion <= record.version) this.#last = record.task
         // The client has every event up to the task's settling one: nothing is left to send.
         if (!this.#final && settled && resume.kept.length === 0) {
@@ -357,15 +356,6 @@ function changeBytes (result: Result): number {
 
 /** What a stream writes: a task snapshot (at its version), or an event. */
 type Result = { readonly snapshot: Task, readonly version: number } | TaskEvent
-
-/**
- * A kept event as the stream's encoders take it: they read the task's id, contextId and (status events) status,
- * given here from the task as it stands, with the event's own status.
- */
-function replayed (kept: KeptEvent, task: Task): TaskEvent {
-  if (kept.type === 'status') return { type: 'status', version: kept.version, task: { ...task, status: kept.status }, final: kept.final }
-  return { type: 'artifact', version: kept.version, task, artifact: kept.artifact, append: kept.append, lastChunk: kept.lastChunk }
-}
 
 /** A result waiting for the consumer, with its serialized size when it counts towards the consumer's limit. */
 interface Held {

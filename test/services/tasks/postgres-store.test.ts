@@ -5,8 +5,8 @@ import t from 'tap'
 import { connectOnce } from '../../../services/postgres/connect.js'
 import { migrate } from '../../../services/postgres/migrate.js'
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from '../../../services/tasks/postgres-store.js'
-import { migratedSchema, testDatabase, type Teardown } from '../../helper.js'
-import { record, storeContract } from './store-contract.js'
+import { migratedSchema, testDatabase, until, type Teardown } from '../../helper.js'
+import { moved, record, storeContract } from './store-contract.js'
 
 // One database for the file, and a migrated schema of its own for each case (test/backends.ts `migratedSchema`).
 const databaseUrl = testDatabase(t)
@@ -27,6 +27,23 @@ storeContract(t, 'postgres', async (t, { ttlSeconds, clock, maxEvents }) => {
     async expire (ids) {
       const { rows } = await pool.query('UPDATE a2a_tasks SET expires_at = $2 WHERE id = ANY($1) AND expires_at IS NOT NULL RETURNING id, expires_at', [ids, clock.now()])
       for (const row of rows) t.ok(Number(row.expires_at) <= clock.now() + ttlSeconds * 1000, `${row.id} expires within the TTL`)
+    }
+  }
+}, { rejectsDuplicateIds: true })
+
+// As several instances use it: each write announced, and leases taken and dropped with the writes.
+storeContract(t, 'postgres, announcing, with leases', async (t, { ttlSeconds, clock, maxEvents }) => {
+  const { store, pool } = await storeOn(t, {
+    ttlSeconds,
+    now: clock.now,
+    replay: { maxEvents, ttlSeconds: 300 },
+    leaseTtlMs: 30_000,
+    announcer: { notice: (taskId, version) => `test e ${version} ${taskId}` }
+  })
+  return {
+    store,
+    async expire (ids) {
+      await pool.query('UPDATE a2a_tasks SET expires_at = $2 WHERE id = ANY($1) AND expires_at IS NOT NULL', [ids, clock.now()])
     }
   }
 }, { rejectsDuplicateIds: true })
@@ -101,4 +118,49 @@ t.test('interrupted tasks last updated at the same moment are handed out in the 
   const { store } = await storeOn(t)
   for (const id of ['b', 'a', 'c']) await store.insert(record(id, 5, { state: 'input_required' }))
   t.same(await store.claimInterrupted(5), ['b', 'a', 'c'])
+})
+
+t.test('with leases, an insert takes the lease of an unfinished task, and the write that ends it drops it', async t => {
+  const { store, pool } = await storeOn(t, { leaseTtlMs: 30_000 })
+  t.equal(store.leasesOnInsert, true)
+  const leased = async (): Promise<string[]> => (await pool.query('SELECT task_id FROM a2a_task_leases ORDER BY task_id')).rows.map(r => r.task_id)
+  const running = record('running', Date.now())
+  await store.insert(running)
+  await store.insert(record('unleased', Date.now()), { lease: false })
+  await store.insert(record('done', Date.now(), { state: 'completed' }))
+  t.same(await leased(), ['running'], 'only the unfinished task stored with its lease')
+  const working = moved(running, 'in_progress')
+  t.equal(await store.replace(working), true)
+  t.same(await leased(), ['running'], 'kept while it runs')
+  t.equal(await store.replace(moved(working, 'completed')), true)
+  t.same(await leased(), [], 'dropped by the write that ended it')
+})
+
+t.test('announcing, a task keeps events for the other instances, but a resumed stream is served max_events only', async t => {
+  const notices: string[] = []
+  const { store, pool } = await storeOn(t, { replay: { maxEvents: 2, ttlSeconds: 300 }, announcer: { notice: (id, version) => { notices.push(`${id} ${version}`); return 'n' } } })
+  t.equal(store.announces, true)
+  let current = record('t', Date.now())
+  await store.insert(current)
+  for (const state of ['in_progress', 'input_required', 'in_progress', 'completed'] as const) {
+    current = moved(current, state)
+    t.equal(await store.replace(current, { type: 'status', version: current.version, task: current.task, final: false }), true)
+  }
+  t.same(notices, ['t 2', 't 3', 't 4', 't 5'], 'a notice per write with its event')
+  t.equal(await store.eventsAfter('t', 1), null, 'four events after version 1: more than max_events')
+  t.same((await store.eventsAfter('t', 3))?.map(e => e.version), [4, 5])
+  const since = await store.since('t', 1)
+  t.same(since?.kept.map(e => e.version), [2, 3, 4, 5], 'the listeners read every one kept')
+  t.same([since?.record.version, since?.lastEvent], [5, 5])
+  t.equal(await store.since('missing', 0), null)
+  // What reaches the channel: a write that does not land sends nothing.
+  const listener = await connectOnce(await databaseUrl)
+  t.teardown(() => listener.end())
+  const heard: string[] = []
+  listener.on('notification', message => heard.push(message.payload ?? ''))
+  await listener.query('LISTEN a2a_events')
+  t.equal(await store.replace({ ...current, version: 9 }, { type: 'status', version: 9, task: current.task, final: true }), false)
+  await pool.query("SELECT pg_notify('a2a_events', 'end')")
+  await until(() => heard.length > 0)
+  t.same(heard, ['end'])
 })
