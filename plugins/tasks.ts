@@ -93,7 +93,9 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
       maxLivePerOwner: settings.max_live_per_principal,
       replay: { maxEvents: config.server.stream_replay.max_events, ttlSeconds: config.server.stream_replay.ttl },
       leaseTtlMs: settings.lease_ttl * 1000,
-      announcer: events
+      announcer: events,
+      // Push configs are in this database while push is on (validateConfig): its changes go to the outbox with them.
+      pushOutbox: config.push_notifications.enabled
     })
     store = pgStore
     bus = events

@@ -37,9 +37,13 @@ function outboxGraceMs (leaseTtlSeconds: number): number {
   return Math.min(2000, leaseTtlSeconds * 500)
 }
 
+/** A claimed delivery on PostgreSQL stays its claimer's for the attempt's timeout and this many seconds more. */
+const LOCK_MARGIN_S = 10
+
 /**
  * The webhook notifier (CONTRACT.md §8.3): every state change of a task goes to each of its push configs. With
- * `tasks.backend: kvcache` deliveries go through a BullMQ queue in Redis; otherwise they are queued in memory. On
+ * `tasks.backend: kvcache` deliveries go through a BullMQ queue in Redis, with `postgres` through a table of the
+ * database; otherwise they are queued in memory. On
  * close it waits for queued deliveries up to `server.shutdown_timeout`, after the task drain.
  */
 const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fastify, opts) => {
@@ -96,6 +100,23 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     // failure the reaper then writes for its tasks, and in version order.
     fastify.a2aTasks.beforeReap(() => notifier.relay())
   }
+  const pool = fastify.a2aPostgres
+  if (config.tasks.backend === 'postgres' && pool !== null) {
+    // The same on PostgreSQL alone: the outbox and the deliveries are tables of the tasks' database, the outbox row
+    // written in the transaction of the change (validateConfig keeps push configs there too while push is on).
+    const { PostgresDeliveryQueue, PostgresPushOutbox } = await import('../services/push/postgres-queue.js')
+    const outbox = new PostgresPushOutbox(pool, { graceMs: outboxGraceMs(config.tasks.lease_ttl), log: fastify.log.child({ component: 'push-outbox' }) })
+    notifier.useQueue(new PostgresDeliveryQueue({
+      pool,
+      notifier,
+      store: fastify.a2aPushConfigs,
+      concurrency: settings.config.max_in_flight,
+      // An attempt takes at most its timeout (and a bounded name lookup): a claim outlasts it well.
+      lockMs: (settings.config.timeout + LOCK_MARGIN_S) * 1000,
+      log: fastify.log.child({ component: 'webhook-queue' })
+    }), outbox)
+    fastify.a2aTasks.beforeReap(() => notifier.relay())
+  }
   fastify.decorate('a2aNotifier', notifier)
   fastify.decorate('a2aPush', new PushService({ store: fastify.a2aPushConfigs, policy, ttlSeconds: config.tasks.ttl }))
   fastify.a2aTasks.onStatusChange((record, _previous, pushConfigs) => notifier.notify(record, false, pushConfigs))
@@ -111,5 +132,5 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
 export default fp(webhookNotifier, {
   name: 'a2a-webhook-notifier',
   fastify: '5.x',
-  dependencies: ['a2a-redis', 'a2a-tasks', 'a2a-push-config-store']
+  dependencies: ['a2a-redis', 'a2a-postgres', 'a2a-tasks', 'a2a-push-config-store']
 })

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/redis-server.js'
 import { RUNNABLE_LANGUAGES, docSnippets, parseSnippets, runSnippet, snippet } from './doc-snippets.js'
-import { CLI, listen, listenGrpc, privateRedis, runChild, serve, type Teardown } from './helper.js'
+import { CLI, listen, listenGrpc, postgresSchema, privateRedis, runChild, serve, testDatabase, type Teardown } from './helper.js'
 
 const ROOT = new URL('../', import.meta.url)
 
@@ -94,6 +94,27 @@ t.test('scale-out: two instances on one Redis, a task made on one is read on the
   for (const log of ['a.log', 'b.log']) {
     const lines = readFileSync(join(dir, log), 'utf8').trim().split('\n').map(line => JSON.parse(line))
     t.ok(lines.some(line => line.msg === 'agent serving'), `${log}: served`)
+    t.ok(lines.some(line => line.msg === 'shutting down' && line.signal === 'SIGTERM'), `${log}: the server took the SIGTERM`)
+  }
+})
+
+t.test('scale-out: two instances on one PostgreSQL, a task made on one is read on the other, then both drain', async t => {
+  const url = await postgresSchema(t, await testDatabase(t))
+  const [a, b] = [await freePort(), await freePort()]
+  const code = snippet('two-instances-postgres')
+    .replaceAll('postgres://postgres@127.0.0.1:5432/postgres', `"${url}"`)
+    .replaceAll('8001', String(a))
+    .replaceAll('8002', String(b))
+  const dir = project(t)
+  const run = await bash(t, dir, code)
+  t.equal(run.status, 0, run.stderr)
+  t.notOk(run.timedOut, 'both servers exited on their own')
+  const id = /^task (\S+)$/m.exec(run.stdout)?.[1]
+  t.ok(id, 'the send answered a task id')
+  const got = JSON.parse(run.stdout.trim().split('\n').pop() ?? '')
+  t.match(got, { result: { id, status: { state: 'completed' } } }, 'the other instance reads it')
+  for (const log of ['a.log', 'b.log']) {
+    const lines = readFileSync(join(dir, log), 'utf8').trim().split('\n').map(line => JSON.parse(line))
     t.ok(lines.some(line => line.msg === 'shutting down' && line.signal === 'SIGTERM'), `${log}: the server took the SIGTERM`)
   }
 })

@@ -26,7 +26,7 @@ const ALLOWED_UPWARD: ReadonlyMap<string, string> = new Map()
 
 /** The store files of a service: they import stores and the kernel, never the service that uses them. */
 const STORE = /^services\/(tasks|push)\/(store|memory-store|redis-store|postgres-store|redis-scripts|redis-chunks|outbox)\.ts$/
-const SERVICE_CLASSES = /^services\/(tasks\/(task-service|writer|run-loop|housekeeping)|push\/(notifier|service|durable-queue))\.ts$/
+const SERVICE_CLASSES = /^services\/(tasks\/(task-service|writer|run-loop|housekeeping)|push\/(notifier|service|durable-queue|postgres-queue))\.ts$/
 
 function sources (): string[] {
   const out: string[] = ['index.ts', 'server.ts', 'cli.ts']

@@ -104,7 +104,7 @@ async function instance (t: Test, shared: Shared, delayMs: number): Promise<Serv
 }
 
 for (const [where, backend] of [['Redis', onRedis], ['PostgreSQL', onPostgres]] as const) {
-  t.test(`separate processes on ${where} share tasks, streams, cancellation, leases${where === 'Redis' ? ' and durable webhook delivery' : ''}`, async t => {
+  t.test(`separate processes on ${where} share tasks, streams, cancellation, leases and durable webhook delivery`, async t => {
     const shared = await backend(t)
     // A's agent takes 60 s per task, so only a cancel that reaches it ends a task there early. B answers at once.
     const a = await instance(t, shared, 60_000)
@@ -156,28 +156,25 @@ for (const [where, backend] of [['Redis', onRedis], ['PostgreSQL', onPostgres]] 
       t.equal(await post(b, 'tasks/cancel', { id }).then(r => r.error.code), -32002, 'it is terminal now')
     })
 
-    // PostgreSQL's durable delivery is the next step of its issue.
-    if (where === 'Redis') {
-      await t.test('a delivery queued by an instance killed with SIGKILL is made by another', async t => {
-        const hook = await receiver(t)
-        // The first attempt fails; the retry is due 1.5 s later, by which time its instance is dead.
-        hook.script(500, 200)
-        const c = await instance(t, shared, 0)
-        const sent = await post(c, 'message/send', {
-          message: userMessage('push me'),
-          configuration: { pushNotificationConfig: { url: `${hook.url}/hook`, token: 'tok' } }
-        })
-        t.equal(sent.result.status.state, 'completed')
-        await until(() => hook.received.length >= 1)
-        c.child.kill('SIGKILL')
-        await c.exited
-        await until(() => hook.received.length >= 3, 3000)
-        const states = hook.received.map(r => r.body.status.state)
-        t.same(states, ['in_progress', 'in_progress', 'completed'], 'the retry, then the next state, in order')
-        t.equal(hook.received[0].headers['webhook-id'], undefined, 'unsigned without a secret')
-        t.equal(hook.received[1].headers['x-a2a-notification-token'], 'tok')
+    await t.test('a delivery queued by an instance killed with SIGKILL is made by another', async t => {
+      const hook = await receiver(t)
+      // The first attempt fails; the retry is due 1.5 s later, by which time its instance is dead.
+      hook.script(500, 200)
+      const c = await instance(t, shared, 0)
+      const sent = await post(c, 'message/send', {
+        message: userMessage('push me'),
+        configuration: { pushNotificationConfig: { url: `${hook.url}/hook`, token: 'tok' } }
       })
-    }
+      t.equal(sent.result.status.state, 'completed')
+      await until(() => hook.received.length >= 1)
+      c.child.kill('SIGKILL')
+      await c.exited
+      await until(() => hook.received.length >= 3, 3000)
+      const states = hook.received.map(r => r.body.status.state)
+      t.same(states, ['in_progress', 'in_progress', 'completed'], 'the retry, then the next state, in order')
+      t.equal(hook.received[0].headers['webhook-id'], undefined, 'unsigned without a secret')
+      t.equal(hook.received[1].headers['x-a2a-notification-token'], 'tok')
+    })
 
     b.child.kill('SIGTERM')
     t.equal(await b.exited, 0, 'the survivor still shuts down cleanly')

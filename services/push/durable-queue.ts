@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto'
 import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../kernel/logger.js'
 import { quitWithin } from '../redis/client.js'
 import { logUnlessConnectionError } from '../redis/outage.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
+import { deliveryJobId } from './webhook-post.js'
 import type { PushConfigStore, StoredPushConfig } from './store.js'
 
 export interface DurableDeliveryQueueOptions {
@@ -179,8 +179,4 @@ async function within (work: Promise<unknown>, ms: number): Promise<boolean> {
   return settled
 }
 
-/** `<task>.<version>.<config>`: BullMQ ids may not contain `:`, and a client-chosen config id may; those are hashed. */
-export function deliveryJobId (taskId: string, version: number, configId: string): string {
-  const config = /^[\w-]{1,64}$/.test(configId) ? configId : createHash('sha256').update(configId).digest('base64url')
-  return `${taskId}.${version}.${config}`
-}
+export { deliveryJobId }

@@ -10,8 +10,7 @@ import { signingKey } from './signing.js'
 import {
   byError, byStatus, deliveryHeaders, postOnce, unreserved, type AttemptOutcome, type AttemptResult, type Delivery
 } from './webhook-post.js'
-import type { RedisPushOutbox } from './outbox.js'
-import type { PushConfigStore, StoredPushConfig } from './store.js'
+import type { PushConfigStore, PushOutbox, StoredPushConfig } from './store.js'
 import type { UrlPolicy } from './url-policy.js'
 
 export { USER_AGENT, parseRetryAfter, type AttemptOutcome, type Delivery } from './webhook-post.js'
@@ -79,7 +78,7 @@ export class WebhookNotifier {
   readonly #waiting: Array<() => void> = []
   readonly #agents: { http: http.Agent, https: https.Agent }
   #queue: DeliveryQueue | undefined
-  #outbox: RedisPushOutbox | undefined
+  #outbox: PushOutbox | undefined
   #inFlight = 0
   #closed = false
 
@@ -112,7 +111,7 @@ export class WebhookNotifier {
    * Sends every later delivery through a durable queue, which calls `attemptOnce` for each attempt. With an outbox,
    * each change queued is acknowledged there, and `relay` queues the changes whose writer died before it could.
    */
-  useQueue (queue: DeliveryQueue, outbox?: RedisPushOutbox): void {
+  useQueue (queue: DeliveryQueue, outbox?: PushOutbox): void {
     this.#queue = queue
     this.#outbox = outbox
   }
@@ -123,7 +122,7 @@ export class WebhookNotifier {
    * `useQueue` was given an outbox).
    */
   async relay (): Promise<number> {
-    const records = await (this.#outbox as RedisPushOutbox).claim()
+    const records = await (this.#outbox as PushOutbox).claim()
     for (const record of records) this.notify(record, true)
     if (records.length > 0) this.#log.info({ count: records.length }, 'webhook deliveries recovered from the outbox')
     return records.length

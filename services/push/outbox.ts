@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis'
 import { storageCall } from '../kernel/errors.js'
 import type { Logger } from '../kernel/logger.js'
 import type { StoredTask } from '../tasks/store.js'
+import type { PushOutbox } from './store.js'
 
 /**
  * The push outbox (kvcache): the state changes of tasks with push configs whose webhooks may not be queued yet.
@@ -64,7 +65,7 @@ interface OutboxCommands {
 }
 
 /** The relay's side of the outbox: claim what waited too long, acknowledge what was queued. */
-export class RedisPushOutbox {
+export class RedisPushOutbox implements PushOutbox {
   readonly #client: Redis
   readonly #keys: OutboxKeys
   readonly #graceMs: number

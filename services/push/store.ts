@@ -1,4 +1,5 @@
 import type { PushNotificationConfig } from '../../schemas/push-config.js'
+import type { StoredTask } from '../tasks/store.js'
 
 /**
  * A stored push config: always has its id. `version: '1.0'` marks a config made through a v1.0 method (docs/push-notifications.md, "Push
@@ -77,4 +78,15 @@ export interface PushConfigStore {
   ping (): Promise<void>
   /** Releases what the store holds; a client it was given stays open for its owner to close. */
   close (): Promise<void>
+}
+
+/**
+ * The push outbox: the state changes of tasks with push configs whose deliveries may not be queued yet, recorded by
+ * the task store with the change (`TaskStore.recordsPush`): RedisPushOutbox, PostgresPushOutbox.
+ */
+export interface PushOutbox {
+  /** Entries that waited past their grace period (their writer died, or could not queue them): the records. */
+  claim (): Promise<StoredTask[]>
+  /** The change's deliveries are queued (or it has no config left). Never rejects: an entry left is claimed again. */
+  ack (taskId: string, version: number): Promise<void>
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type http from 'node:http'
 import type { Got } from 'got'
 import { VERSION } from '../kernel/version.js'
@@ -123,4 +124,13 @@ export function parseRetryAfter (value: string | undefined, now = Date.now()): n
     seconds = Math.max(0, Math.ceil((at - now) / 1000))
   }
   return seconds <= MAX_RETRY_AFTER_S ? seconds : undefined
+}
+
+/**
+ * `<task>.<version>.<config>`: the id of the delivery of one state to one config (its `webhook-id` is `msg_` and this;
+ * BullMQ's job id). BullMQ ids may not contain `:`, and a client-chosen config id may: those are hashed.
+ */
+export function deliveryJobId (taskId: string, version: number, configId: string): string {
+  const config = /^[\w-]{1,64}$/.test(configId) ? configId : createHash('sha256').update(configId).digest('base64url')
+  return `${taskId}.${version}.${config}`
 }

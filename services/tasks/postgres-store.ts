@@ -28,6 +28,11 @@ export interface PostgresTaskStoreOptions {
    * task keeps at least its newest BUS_EVENTS events, which the other instances read.
    */
   announcer?: { notice: (taskId: string, version: number) => string }
+  /**
+   * Push configs in the same database, with the push outbox (`TaskStore.recordsPush`): a write that changes the
+   * state of a task with push configs records the change in `a2a_push_outbox` in its own transaction.
+   */
+  pushOutbox?: boolean
 }
 
 /** A task whose writes are announced keeps at least this many events: what listeners a few writes behind read. */
@@ -79,6 +84,7 @@ export class PostgresTaskStore implements TaskStore {
   readonly #announcer: PostgresTaskStoreOptions['announcer']
   readonly leasesOnInsert: boolean
   readonly announces: boolean
+  readonly recordsPush: boolean
   /** The `keep` of each task still under way, so that a task's events are kept in their order. */
   readonly #keeping = new Map<string, Promise<void>>()
 
@@ -92,6 +98,7 @@ export class PostgresTaskStore implements TaskStore {
     this.#maxEvents = Math.max(this.#replayEvents, this.announces ? BUS_EVENTS : 0)
     this.#leaseTtlMs = opts.leaseTtlMs ?? null
     this.leasesOnInsert = this.#leaseTtlMs !== null
+    this.recordsPush = opts.pushOutbox === true
     this.#replayTtlMs = (opts.replay?.ttlSeconds ?? 300) * 1000
     this.#now = opts.now ?? Date.now
     this.#batch = opts.listBatchSize ?? 100
@@ -130,14 +137,15 @@ export class PostgresTaskStore implements TaskStore {
       task.id, next.version, task.contextId, task.status.state, next.updatedAt, this.#expiry(next), JSON.stringify(next),
       event === undefined ? null : JSON.stringify(keptBody(event)), this.#maxEvents
     ]
-    if (this.#leaseTtlMs === null && this.#announcer === undefined) {
+    if (this.#leaseTtlMs === null && this.#announcer === undefined && !this.recordsPush) {
       const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', values)
       return written
     }
-    // The 10-argument write (migration 4) drops the lease of a task it ends, and sends the notice of its event.
+    // a2a_write_task (migration 5) also drops the lease of a task it ends, sends the notice of its event, and records a
+    // change of state of a task with push configs in the outbox.
     const notice = event === undefined || this.#announcer === undefined ? null : this.#announcer.notice(task.id, next.version)
-    const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS written', [...values, notice])
-    return written
+    const { rows: [{ written }] } = await this.#query('SELECT a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS written', [...values, notice, this.recordsPush])
+    return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
   /** Keeps the event of a write just made, after the task's earlier ones; never throws (a lost event makes a reader resync). */

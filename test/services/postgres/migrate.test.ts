@@ -32,7 +32,10 @@ const DATA_AT: Readonly<Record<number, string>> = {
   2: `INSERT INTO a2a_push_configs (task_id, id, created, touched, url, record)
       VALUES ('t-1', 'default', nextval('a2a_push_config_seq'), nextval('a2a_push_config_seq'), 'https://hooks.example.com/', '{}')`,
   3: "INSERT INTO a2a_task_leases (task_id, expires_at) VALUES ('t-1', a2a_now_ms() + 30000)",
-  4: "SELECT a2a_replace_task('t-1', 3, 'c-1', 'completed', 3, 4, '{\"task\":{}}', '{}', 10, 'written')"
+  4: "SELECT a2a_replace_task('t-1', 3, 'c-1', 'completed', 3, 4, '{\"task\":{}}', '{}', 10, 'written')",
+  5: `INSERT INTO a2a_push_outbox (task_id, version, record, due_at) VALUES ('t-1', 3, '{}', 1);
+      INSERT INTO a2a_push_deliveries (task_id, version, config_id, state, body, webhook_id, due_at)
+      VALUES ('t-1', 3, 'default', 'completed', '{}', 'msg_1', 1)`
 }
 
 t.test('on an empty database every migration is applied once, in order, and recorded; run again, none is', async t => {
