@@ -3,7 +3,7 @@
 // (scripts/with-services.js).
 import { execFile, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { accessSync, chownSync, closeSync, constants, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs'
+import { accessSync, chownSync, closeSync, constants, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -92,8 +92,15 @@ function lastLine (text) {
   return String(text).trim().split('\n').pop()
 }
 
-async function initdb (bin, dir, user) {
+async function initdb (bin, dir, user, password) {
   const args = ['-D', join(dir, 'data'), '--auth=trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync']
+  if (password !== undefined) {
+    // Connections over TCP must then give the password; the socket in the folder stays trusted.
+    const file = join(dir, 'password')
+    writeFileSync(file, password)
+    if (user.uid !== undefined) chownSync(file, user.uid, user.gid)
+    args.push('--auth-host=scram-sha-256', `--pwfile=${file}`)
+  }
   try {
     // From the cluster's folder: the postgres user may not be allowed into this process's.
     await promisify(execFile)(join(bin, 'initdb'), args, { cwd: dir, timeout: 60_000, ...user })
@@ -132,9 +139,12 @@ async function halt (child, graceMs) {
   clearTimeout(timer)
 }
 
-/** Starts postgres on the cluster in `dir`; resolves once it answers, with the `{ url, port, pid, dir, stop }` of startPostgres. */
-async function serve (bin, dir, user, { answerWithinMs, graceMs }) {
-  const port = await freePort()
+/**
+ * Starts postgres on the cluster in `dir`, on `port` or a free one; resolves once it answers, with the `{ url, port,
+ * pid, dir, stop }` of startPostgres and `halt`, which stops it and keeps the folder.
+ */
+async function serve (bin, dir, user, { answerWithinMs, graceMs, password, port: given }) {
+  const port = given ?? await freePort()
   const log = join(dir, 'postgres.log')
   const fd = openSync(log, 'a')
   // A throwaway: speed over durability. Nothing is flushed to disk, and a crash may lose it all, which is fine.
@@ -151,10 +161,10 @@ async function serve (bin, dir, user, { answerWithinMs, graceMs }) {
     stopping ??= halt(child, graceMs).then(() => rmSync(dir, { recursive: true, force: true }))
     return stopping
   }
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const url = `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/postgres`
   const deadline = Date.now() + answerWithinMs
   while (failure === null) {
-    if (await pingPostgres(url)) return { url, port, pid: child.pid, dir, stop }
+    if (await pingPostgres(url)) return { url, port, pid: child.pid, dir, stop, halt: () => halt(child, graceMs) }
     if (Date.now() > deadline) failure = `postgres on port ${port} did not answer within ${answerWithinMs / 1000} s`
     else await sleep(100)
   }
@@ -164,22 +174,40 @@ async function serve (bin, dir, user, { answerWithinMs, graceMs }) {
 
 /**
  * Starts a throwaway cluster: `initdb` in a temp folder, then `postgres` on a free port of 127.0.0.1, as the postgres
- * user when this runs as root. Resolves `{ url, port, pid, dir, stop }` once it answers `SELECT 1`; `stop()` shuts it
- * down and removes its folder. Rejects, leaving nothing behind, when PostgreSQL is not installed, when as root there
- * is no postgres user, and when the cluster does not start. Options, for the tests of those failures: `bin`, the
- * folder of the programs (default `postgresBinDir()`); `answerWithinMs` (30 s); `graceMs`, how long a stop waits for
- * the fast shutdown before it kills (10 s).
+ * user when this runs as root. Resolves `{ url, port, pid, dir, stop, down, up, restart }` once it answers `SELECT 1`; `stop()`
+ * shuts it down and removes its folder; `down()` shuts it down (fast shutdown: its connections are cut) and keeps its
+ * folder, `up()` starts it again on the same port and data, resolving once it answers, and `restart()` does both. Rejects, leaving nothing behind, when PostgreSQL is
+ * not installed, when as root there is no postgres user, and when the cluster does not start. Options: `password`,
+ * which connections over TCP must then give (the url carries it; default none: every connection is trusted); for the
+ * tests of the failures, `bin`, the folder of the programs (default `postgresBinDir()`); `answerWithinMs` (30 s);
+ * `graceMs`, how long a stop waits for the fast shutdown before it kills (10 s).
  */
-export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 30_000, graceMs = 10_000 } = {}) {
+export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 30_000, graceMs = 10_000, password } = {}) {
   if (bin === null) throw new Error(`PostgreSQL's initdb and postgres were not found: ${POSTGRES_INSTALL_HINT}`)
   const user = clusterUser()
   const dir = mkdtempSync(join(tmpdir(), 'a2a-postgres-'))
   try {
     if (user.uid !== undefined) chownSync(dir, user.uid, user.gid)
-    await initdb(bin, dir, user)
+    await initdb(bin, dir, user, password)
   } catch (err) {
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
-  return serve(bin, dir, user, { answerWithinMs, graceMs })
+  const options = { answerWithinMs, graceMs, password }
+  let current = await serve(bin, dir, user, options)
+  return {
+    url: current.url,
+    port: current.port,
+    dir,
+    get pid () { return current.pid },
+    stop: () => current.stop(),
+    down: () => current.halt(),
+    async up () {
+      current = await serve(bin, dir, user, { ...options, port: current.port })
+    },
+    async restart () {
+      await this.down()
+      await this.up()
+    }
+  }
 }

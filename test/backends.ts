@@ -184,3 +184,26 @@ export async function postgresSchema (t: Teardown, url: string): Promise<string>
   withSchema.searchParams.set('options', `-c search_path=${schema}`)
   return withSchema.href
 }
+
+/** A PostgreSQL cluster of the test's own (scripts/postgres-server.js): its restarts and password are the test's. */
+export interface PrivatePostgres {
+  readonly url: string
+  readonly port: number
+  /** Shuts it down (a fast shutdown: its connections are cut), keeping its data. */
+  down (): Promise<void>
+  /** Starts it again after `down`, on the same port and data; resolves once it answers. */
+  up (): Promise<void>
+  /** `down`, then `up`. */
+  restart (): Promise<void>
+}
+
+/**
+ * Starts a PostgreSQL cluster for one test (`initdb` takes a second or more), stopped and removed at teardown.
+ * `password`: connections over TCP must give it (the url does).
+ */
+export async function privatePostgres (t: Teardown, opts: { password?: string } = {}): Promise<PrivatePostgres> {
+  const { startPostgres } = await import('../scripts/postgres-server.js')
+  const cluster = await startPostgres(opts)
+  t.teardown(() => cluster.stop())
+  return cluster
+}

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { SCHEMA_VERSION, MIGRATIONS } from '../services/postgres/migrations.js'
-import { CLI, runChild, testDatabase } from './helper.js'
+import { CLI, privatePostgres, runChild, testDatabase } from './helper.js'
 
 const ENV = { ...process.env }
 for (const name of ['A2A_CONFIG', 'HOST', 'PORT', 'LOG_LEVEL', 'REDIS_URL', 'DATABASE_URL']) delete ENV[name]
@@ -92,4 +92,18 @@ t.test('serve with tasks in PostgreSQL: a missing database or a newer schema end
   t.equal(newer.status, 1)
   t.equal(newer.stderr, NEWER)
   t.equal(newer.stdout, '', 'no log line either: nothing started')
+})
+
+t.test('serve and migrate against a server that refuses the password: one line naming the server, never the password, exit 1', async t => {
+  const cluster = await privatePostgres(t, { password: 'right' })
+  const wrong = new URL(cluster.url)
+  wrong.password = 'wrong'
+  const dir = t.testdir({ 'agent.yml': `tasks:\n  backend: postgres\npush_notifications:\n  enabled: false\nservices:\n  postgres:\n    url: ${wrong.href}\n` })
+  const served = await runChild(t, process.execPath, [CLI, 'serve', '--config', join(dir, 'agent.yml'), '--port', '0'], { cwd: dir, env: ENV, timeoutMs: 60_000 })
+  t.equal(served.status, 1)
+  t.match(served.stderr, /^fastify-a2a: PostgreSQL at postgres@127\.0\.0\.1:\d+\/postgres: the server refused the credentials \(password authentication failed for user "postgres"\)\n$/)
+  t.notMatch(served.stderr, /wrong/, 'the password is never printed')
+  const migrated = await migrateCli(t, dir, [])
+  t.equal(migrated.status, 1)
+  t.equal(migrated.stderr, served.stderr)
 })

@@ -10,7 +10,7 @@ import { freePort, ping } from '../scripts/redis-server.js'
 import { spawnChild } from './processes.js'
 
 export { TS_IMPORT, runChild, spawnChild } from './processes.js'
-export { REDIS_UNREACHABLE, TEST_REDIS, clearDb, kvcacheYaml, migratedSchema, postgresSchema, redisDb, testDatabase } from './backends.js'
+export { REDIS_UNREACHABLE, TEST_REDIS, clearDb, kvcacheYaml, migratedSchema, postgresSchema, privatePostgres, redisDb, testDatabase, type PrivatePostgres } from './backends.js'
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 

@@ -264,6 +264,26 @@ t.test('the throwaway cluster itself: on a free port, answering, not as root; st
   t.equal(await pingPostgres(cluster.url), false)
 })
 
+t.test('a cluster with a password refuses a connection without it; restarted, it answers on its port with its data', async t => {
+  const cluster = await startPostgres({ password: 'p@ss word' })
+  t.teardown(() => cluster.stop())
+  t.equal(cluster.url, `postgres://postgres:p%40ss%20word@127.0.0.1:${cluster.port}/postgres`)
+  t.equal(await pingPostgres(cluster.url), true)
+  t.equal(await pingPostgres(`postgres://postgres@127.0.0.1:${cluster.port}/postgres`), false, 'no password, no connection')
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: cluster.url })
+  await client.connect()
+  await client.query('CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)')
+  await client.end()
+  const before = cluster.pid
+  await cluster.restart()
+  t.not(cluster.pid, before, 'a new postgres')
+  const again = new pg.Client({ connectionString: cluster.url })
+  await again.connect()
+  t.same((await again.query('SELECT x FROM kept')).rows, [{ x: 7 }], 'the same data, on the same port')
+  await again.end()
+})
+
 t.test('a cluster that does not start leaves nothing behind, and says why: initdb failing, postgres exiting, or not answering', async t => {
   // Stand-ins for the programs, in a folder of the system's temp folder that the postgres user may read (they run
   // as it when this runs as root; the test's own folder may be in a clone it cannot enter).

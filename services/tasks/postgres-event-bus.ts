@@ -13,7 +13,7 @@ export const EVENTS_CHANNEL = 'a2a_events'
 
 /** The first wait before a broken listening connection is opened again; each next one twice as long, up to the max. */
 const RETRY_FIRST_MS = 100
-const RETRY_MAX_MS = 5_000
+const RETRY_MAX_MS = 1_000
 
 export interface PostgresTaskEventBusOptions {
   /** Opens the connection the bus listens on: one per instance, kept open, opened again when it breaks. */

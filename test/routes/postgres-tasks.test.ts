@@ -200,3 +200,26 @@ t.test('push on PostgreSQL: configs kept sealed with their task, deliveries made
   const list = await call(later, 'tasks/pushNotificationConfig/list', { id: sent.body.result.id })
   t.same(list.body.result, [{ taskId: sent.body.result.id, pushNotificationConfig: { id: 'default', url: hook.url, token: 'tk-secret' } }])
 })
+
+t.test('a migration applied under running instances (a rolling upgrade): their requests wait for its lock and go on, during and after', async t => {
+  const url = await testDatabase(t)
+  const config = { ...postgres(url), push_notifications: { backend: 'postgres' as const } }
+  const [a, b] = [await build(t, { config }), await build(t, { config })]
+  // A later release's migration: it changes the tasks table and holds its lock for 300 ms.
+  const later = { version: SCHEMA_VERSION + 1, name: 'later', sql: 'ALTER TABLE a2a_tasks ADD COLUMN later text; SELECT pg_sleep(0.3)' }
+  const { connectOnce } = await import('../../services/postgres/connect.js')
+  const { migrate, checkSchema } = await import('../../services/postgres/migrate.js')
+  const { MIGRATIONS } = await import('../../services/postgres/migrations.js')
+  const client = await connectOnce(url)
+  t.teardown(() => client.end())
+  const sends = Array.from({ length: 40 }, async (_, i) => await call(i % 2 === 0 ? a : b, 'message/send', { message: userMessage(`during ${i}`) }))
+  const migrated = migrate(client, { migrations: [...MIGRATIONS, later] })
+  const answers = await Promise.all(sends)
+  t.same((await migrated).applied.map(m => m.version), [SCHEMA_VERSION + 1])
+  t.ok(answers.every(r => r.body.result?.status.state === 'completed'), 'every send made during the migration completed')
+  t.equal(await checkSchema(client).catch((err: Error) => err.message), `the database's schema is at version ${SCHEMA_VERSION + 1}, newer than this fastify-a2a knows (${SCHEMA_VERSION}): run the fastify-a2a that migrated it, or a later one`,
+    'a start of the old release would now be refused')
+  const after = await call(b, 'message/send', { message: userMessage('after') })
+  t.equal(after.body.result.status.state, 'completed', 'the running instances go on')
+  t.equal((await call(a, 'tasks/get', { id: after.body.result.id })).body.result.id, after.body.result.id)
+})
