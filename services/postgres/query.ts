@@ -3,11 +3,14 @@ import { StorageUnavailable } from '../kernel/errors.js'
 
 /**
  * Runs one query of a PostgreSQL store. Whatever the driver throws becomes StorageUnavailable with a short, fixed
- * reason: the driver's error may carry the query's values, and those hold tasks, tokens and credentials.
+ * reason: the driver's error may carry the query's values, and those hold tasks, tokens and credentials. `name`
+ * makes it a prepared statement, parsed and planned once per connection: for the statements of the hot path, whose
+ * plan does not depend on their values (a function call, a lookup by key). One planned per call with its values (a
+ * filtered list) has none.
  */
-export async function storeQuery (pool: pg.Pool, text: string, values: unknown[]): Promise<pg.QueryResult> {
+export async function storeQuery (pool: pg.Pool, text: string, values: unknown[], name?: string): Promise<pg.QueryResult> {
   try {
-    return await pool.query(text, values)
+    return await pool.query(name === undefined ? { text, values } : { name, text, values })
   } catch (err) {
     throw new StorageUnavailable(reason(err as NodeJS.ErrnoException))
   }

@@ -114,20 +114,20 @@ export class PostgresTaskStore implements TaskStore {
     ]
     // With leases, the 14-argument insert (migration 4) takes the task's lease with it.
     const { rows: [{ outcome }] } = this.#leaseTtlMs === null
-      ? await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS outcome', values)
+      ? await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS outcome', values, 'a2a_insert_13')
       : await this.#query('SELECT a2a_insert_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS outcome',
-        [...values, opts?.lease === false ? null : this.#leaseTtlMs])
+        [...values, opts?.lease === false ? null : this.#leaseTtlMs], 'a2a_insert_14')
     if (outcome === -1) throw new LiveTaskLimit(owner)
     if (outcome === 2) throw new TaskConflict(task.id)
   }
 
   async get (id: string): Promise<StoredTask | null> {
-    const { rows } = await this.#query('SELECT record FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()])
+    const { rows } = await this.#query('SELECT record FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()], 'a2a_get')
     return rows.length === 0 ? null : JSON.parse(rows[0].record)
   }
 
   async version (id: string): Promise<number | null> {
-    const { rows } = await this.#query('SELECT version FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()])
+    const { rows } = await this.#query('SELECT version FROM a2a_tasks WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)', [id, this.#now()], 'a2a_version')
     return rows.length === 0 ? null : rows[0].version
   }
 
@@ -138,13 +138,13 @@ export class PostgresTaskStore implements TaskStore {
       event === undefined ? null : JSON.stringify(keptBody(event)), this.#maxEvents
     ]
     if (this.#leaseTtlMs === null && this.#announcer === undefined && !this.recordsPush) {
-      const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', values)
+      const { rows: [{ written }] } = await this.#query('SELECT a2a_replace_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS written', values, 'a2a_replace_9')
       return written
     }
     // a2a_write_task (migration 5) also drops the lease of a task it ends, sends the notice of its event, and records a
     // change of state of a task with push configs in the outbox.
     const notice = event === undefined || this.#announcer === undefined ? null : this.#announcer.notice(task.id, next.version)
-    const { rows: [{ written }] } = await this.#query('SELECT a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS written', [...values, notice, this.recordsPush])
+    const { rows: [{ written }] } = await this.#query('SELECT a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS written', [...values, notice, this.recordsPush], 'a2a_write')
     return written === 0 ? false : written === 2 ? 'outbox' : true
   }
 
@@ -178,7 +178,7 @@ export class PostgresTaskStore implements TaskStore {
    * listener of another instance's writes reads (PostgresTaskEventBus). Null when the task is not stored or expired.
    */
   async since (taskId: string, after: number): Promise<TaskSince | null> {
-    const { rows } = await this.#query('SELECT * FROM a2a_task_since($1, $2, $3)', [taskId, after, this.#now()])
+    const { rows } = await this.#query('SELECT * FROM a2a_task_since($1, $2, $3)', [taskId, after, this.#now()], 'a2a_since')
     if (rows.length === 0) return null
     return {
       record: JSON.parse(rows[0].record),
@@ -238,7 +238,7 @@ export class PostgresTaskStore implements TaskStore {
     return isTerminal(record.task.status.state) ? record.updatedAt + this.#ttlMs : null
   }
 
-  async #query (text: string, values: unknown[]): Promise<pg.QueryResult> {
-    return await storeQuery(this.#pool, text, values)
+  async #query (text: string, values: unknown[], name?: string): Promise<pg.QueryResult> {
+    return await storeQuery(this.#pool, text, values, name)
   }
 }

@@ -35,7 +35,8 @@ const DATA_AT: Readonly<Record<number, string>> = {
   4: "SELECT a2a_replace_task('t-1', 3, 'c-1', 'completed', 3, 4, '{\"task\":{}}', '{}', 10, 'written')",
   5: `INSERT INTO a2a_push_outbox (task_id, version, record, due_at) VALUES ('t-1', 3, '{}', 1);
       INSERT INTO a2a_push_deliveries (task_id, version, config_id, state, body, webhook_id, due_at)
-      VALUES ('t-1', 3, 'default', 'completed', '{}', 'msg_1', 1)`
+      VALUES ('t-1', 3, 'default', 'completed', '{}', 'msg_1', 1)`,
+  6: "SELECT a2a_insert_task('t-2', 'alice', 'c-1', 'working', 1, 1, 1, NULL, '{}', 5, '{}'::integer[], '{}'::text[], 10, 30000)"
 }
 
 t.test('on an empty database every migration is applied once, in order, and recorded; run again, none is', async t => {
