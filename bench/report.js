@@ -108,6 +108,21 @@ function checks (r) {
     const evals = redis.perSend.eval ?? 0
     add('EVAL per message/send (scripts sent in full)', String(evals), '0', evals === 0)
   }
+  // The other scale-out mode: PostgreSQL alone, against the SDK 1.3 on its own PostgreSQL stores (v1.0 SendMessage)
+  // and against our Redis mode (message/send).
+  if (rps('ours-postgres', 'send-v1') !== undefined && rps('peer-v1-postgres', 'send-v1') !== undefined) {
+    const ours = t['ours-postgres']['send-v1']
+    const peer = t['peer-v1-postgres']['send-v1']
+    const v = ratio(ours.rps, peer.rps)
+    add('SendMessage on PostgreSQL vs @a2a-js/sdk 1.3 on PostgreSQL', `${v}×`, '≥ 3×', v >= 3)
+    add('SendMessage p99 on PostgreSQL vs @a2a-js/sdk 1.3 on PostgreSQL', `${ours.p99} ms vs ${peer.p99} ms`, '≤', ours.p99 <= peer.p99)
+  }
+  if (rps('ours-postgres', 'send') !== undefined && rps('ours-redis', 'send') !== undefined) {
+    const v = ratio(rps('ours-postgres', 'send'), rps('ours-redis', 'send'))
+    add('message/send on PostgreSQL vs on Redis', `${v}×`, '≥ 0.5×', v >= 0.5)
+  }
+  const statements = t['ours-postgres']?.postgres?.statementsPerSend
+  if (statements != null) add('PostgreSQL statements (round trips) per message/send', String(statements), '≤ 1.1', statements <= 1.1)
   if (t.ours?.rssAfter !== undefined) add('RSS after the runs', `${t.ours.rssAfter} MB`, '≤ 150 MB', t.ours.rssAfter <= 150)
   if (r.memory !== undefined) {
     add(`RSS after ${r.memory.tasks.toLocaleString('en')} more tasks`, `${r.memory.rss} MB`, '≤ 200 MB', r.memory.rss <= 200)
@@ -200,6 +215,20 @@ export function markdown (r) {
         Object.entries(redis.roundTrips).filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`).join(', ') + '.', '')
     }
     lines.push(...scale(r))
+  }
+  const onPostgres = ['ours-postgres', 'peer-v1-postgres'].filter(id => r.targets[id]?.postgres !== undefined)
+  if (onPostgres.length > 0) {
+    lines.push('### PostgreSQL: what a send costs the database', '',
+      `Over ${r.targets[onPostgres[0]].postgres.sends.toLocaleString('en')} sends to each server (ours message/send, the ` +
+      "SDK's SendMessage), each on a database of its own on the run's server: the statements it ran (pg_stat_statements; " +
+      'each one a round trip, BEGIN and COMMIT included) and the CPU of its processes.', '',
+      '| server | statements per send | the most called (per send) | PostgreSQL CPU ms per 1,000 sends |', '| --- | ---: | --- | ---: |')
+    for (const id of onPostgres) {
+      const pg = r.targets[id].postgres
+      const top = (pg.topStatements ?? []).filter(s => s.perSend > 0).map(s => `\`${s.query.replace(/\|/g, '\\|')}…\` ${s.perSend}`).join('; ')
+      lines.push(`| ${r.targets[id].label} | ${pg.statementsPerSend ?? '–'} | ${top || '–'} | ${pg.postgresCpuMsPer1000 ?? '–'} |`)
+    }
+    lines.push('')
   }
   const c = r.chunks
   if (c !== undefined) {

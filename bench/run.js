@@ -7,8 +7,11 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,chunks), --node-options='FLAGS' (node and V8 flags for our server only: heap sizes),
-// --redis URL (a Redis for ours-redis instead of a throwaway redis-server), --out FILE, --json FILE.
+// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks),
+// --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --redis URL (a Redis for ours-redis
+// instead of a throwaway redis-server), --postgres URL (a PostgreSQL server for the postgres targets, each of which
+// makes and drops a database of its own, instead of a throwaway cluster), --out FILE, --json FILE.
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -16,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { freePort, rssMb, start, watch } from './proc.js'
 import { gotLoad, grpcLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } from './load.js'
+import { dropDatabase, freshDatabase, postgresCost, postgresServer } from './postgres.js'
 import { commandStats, monitorCommands, netInputBytes, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
 
@@ -28,8 +32,9 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,chunks' },
+    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks' },
     redis: { type: 'string' },
+    postgres: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     out: { type: 'string' },
     json: { type: 'string' }
@@ -53,12 +58,15 @@ const out = values.out ?? (quick ? undefined : fileURLToPath(new URL('../BENCHMA
 const here = path => fileURLToPath(new URL(path, import.meta.url))
 const API_KEY = 'bench-api-key-0123456789abcdef'
 
+/** The run's PostgreSQL server (`{ url, pid, stop }`), once a target needs it. */
+let postgres
+
 const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor) => {
-  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}.yml`)
+const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgresUrl) => {
+  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${postgresUrl !== undefined ? 'postgres' : redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}.yml`)
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
   // The agent of the `chunks` case.
   if (executor !== undefined) lines.splice(2, 0, `  executor: ${executor}`)
@@ -69,6 +77,10 @@ const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor) => {
   // Tasks, push configs and deliveries in Redis: the scale-out mode (CONTRACT.md §10).
   if (redisUrl !== undefined) {
     lines.push('  backend: kvcache', 'tasks:', '  backend: kvcache', 'services:', '  cache:', '    type: cache', `    url: ${redisUrl}`)
+  }
+  // Tasks, push configs and deliveries in PostgreSQL, with no Redis: the other scale-out mode.
+  if (postgresUrl !== undefined) {
+    lines.push('  backend: postgres', 'tasks:', '  backend: postgres', 'services:', '  postgres:', `    url: "${postgresUrl}"`)
   }
   // One principal sends all the load: the limits are raised so that they run on every request without refusing any.
   if (secured) {
@@ -81,8 +93,8 @@ const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor) => {
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
-const ours = (secured, replay) => (port, redisUrl, grpcPort) =>
-  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort), '--host', '127.0.0.1', '--port', String(port)]
+const ours = (secured, replay) => (port, redisUrl, grpcPort, postgresUrl) =>
+  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort, undefined, postgresUrl), '--host', '127.0.0.1', '--port', String(port)]
 /** The `chunks` case's server: the chunky agent, tasks in memory or (`redisUrl`) in Redis. */
 const chunkServer = (port, redisUrl) =>
   [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(false, redisUrl, true, undefined, here('./chunky-agent.js')), '--host', '127.0.0.1', '--port', String(port)]
@@ -113,13 +125,31 @@ const TARGETS = {
   'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true },
   // Two instances on one Redis, the load's connections shared between them round-robin (no proxy): on 2 cores this
   // cannot show scaling; it measures what two instances cost one Redis. CPU and RSS are the two servers' sums.
-  'ours-redis-2': { label: 'fastify-a2a, Redis, two instances', args: ours(false), loads: ['send'], redis: true, instances: 2 }
+  'ours-redis-2': { label: 'fastify-a2a, Redis, two instances', args: ours(false), loads: ['send'], redis: true, instances: 2 },
+  // Tasks and push configs in PostgreSQL (a database of its own on the run's server), and the peer on the same server
+  // with its own database stores (@a2a-js/sdk 1.3, which speaks v1.0: compared on SendMessage).
+  'ours-postgres': { label: 'fastify-a2a, PostgreSQL', args: ours(false), loads: [['send', 'send-v1'], 'stream'], postgres: true },
+  'peer-v1-postgres': {
+    label: '@a2a-js/sdk 1.3 + express, PostgreSQL (its DatabaseTaskStore)',
+    args: (port, _redis, _grpc, postgresUrl) => [here('./peer-v1-postgres.js'), String(port), postgresUrl],
+    loads: ['send-v1'],
+    // Without it the SDK takes a request for v0.3, which it no longer serves.
+    headers: { 'a2a-version': '1.0' },
+    postgres: true,
+    // Its tables are made by the SDK's own migrations command.
+    migrate: url => ['a2a-db', [here('../node_modules/@a2a-js/sdk-v1/dist/cli/a2a_db.js'), 'upgrade', '--url', url]],
+    ready: 'SendMessage'
+  }
 }
 
-/** Ready when message/send answers a completed task: the check that every server does the same work. */
-const readyWith = headers => async url => {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: rpcBody('message/send') })
-  return res.ok && (await res.json()).result?.status?.state === 'completed'
+/**
+ * Ready when message/send (or `method`, SendMessage) answers a completed task: the check that every server does the
+ * same work.
+ */
+const readyWith = (headers, method = 'message/send') => async url => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: rpcBody(method) })
+  const result = (await res.json()).result
+  return res.ok && ['completed', 'TASK_STATE_COMPLETED'].includes((result?.task ?? result)?.status?.state)
 }
 
 /**
@@ -156,10 +186,21 @@ async function runTarget (id, hook) {
   const redis = target.redis !== true ? undefined : values.redis !== undefined ? { url: values.redis, stop: async () => {} } : await startRedis()
   const servers = []
   const grpcPort = target.grpc === true ? await freePort() : undefined
+  // A database of the target's own, on the run's PostgreSQL server.
+  const database = `bench_${id.replaceAll('-', '_')}`
+  let postgresUrl
   try {
+    if (target.postgres === true) {
+      postgresUrl = await freshDatabase(postgres.url, database)
+      if (target.migrate !== undefined) {
+        const [name, args] = target.migrate(postgresUrl)
+        const migrated = spawnSync(process.execPath, args, { encoding: 'utf8' })
+        if (migrated.status !== 0) throw new Error(`${name} failed: ${migrated.stderr.trim()}`)
+      }
+    }
     for (let i = 0; i < (target.instances ?? 1); i++) {
       const port = await freePort()
-      servers.push(await start(target.args(port, redis?.url, grpcPort), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' }))
+      servers.push(await start(target.args(port, redis?.url, grpcPort, postgresUrl), port, readyWith(target.headers, target.ready), { LOG_LEVEL: 'warn', A2A_CONFIG: '' }))
     }
   } catch (err) {
     for (const one of servers) await one.stop()
@@ -205,6 +246,11 @@ async function runTarget (id, hook) {
       log(`${id} Redis commands over ${settings.redisSends} sends`)
       row.redis = await redisCost(server.url, redis, opts)
     }
+    if (postgresUrl !== undefined) {
+      log(`${id} PostgreSQL transactions and CPU over ${settings.redisSends} sends`)
+      const method = target.ready ?? 'message/send'
+      row.postgres = await postgresCost(postgresUrl, postgres.pid, settings.redisSends, amount => sendLoad(server.url, { ...opts, amount, method }))
+    }
     await settle()
     row.rssAfter = Math.round(rssMb(pid))
     // The same server left idle: what it keeps once the garbage collector has given back what it grew under load.
@@ -224,6 +270,7 @@ async function runTarget (id, hook) {
     await server.stop()
     await twin?.stop()
     await redis?.stop()
+    if (postgresUrl !== undefined) await dropDatabase(postgres.url, database)
   }
 }
 
@@ -314,8 +361,14 @@ async function main () {
     settings,
     targets: {}
   }
+  const ids = values.only.split(',')
   try {
-    for (const id of values.only.split(',')) {
+    // The PostgreSQL server of the targets that need one: a throwaway cluster unless --postgres names one.
+    if (ids.some(id => TARGETS[id]?.postgres === true)) {
+      log('PostgreSQL')
+      postgres = await postgresServer(values.postgres)
+    }
+    for (const id of ids) {
       if (id === 'chunks') {
         results.chunks = await chunksCase()
         continue
@@ -332,6 +385,7 @@ async function main () {
     }
   } finally {
     await hook.close()
+    await postgres?.stop()
     rmSync(dir, { recursive: true, force: true })
   }
   results.seconds = Math.round((Date.now() - started) / 1000)

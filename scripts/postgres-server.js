@@ -143,13 +143,14 @@ async function halt (child, graceMs) {
  * Starts postgres on the cluster in `dir`, on `port` or a free one; resolves once it answers, with the `{ url, port,
  * pid, dir, stop }` of startPostgres and `halt`, which stops it and keeps the folder.
  */
-async function serve (bin, dir, user, { answerWithinMs, graceMs, password, port: given }) {
+async function serve (bin, dir, user, { answerWithinMs, graceMs, password, settings, port: given }) {
   const port = given ?? await freePort()
   const log = join(dir, 'postgres.log')
   const fd = openSync(log, 'a')
   // A throwaway: speed over durability. Nothing is flushed to disk, and a crash may lose it all, which is fine.
   const child = spawn(join(bin, 'postgres'), ['-D', join(dir, 'data'), '-p', String(port), '-k', dir,
-    '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+    '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
+    ...settings.flatMap(setting => ['-c', setting])],
   // Its log goes to a file, not a pipe: a pipe nobody reads would stall it once full.
   { cwd: dir, stdio: ['ignore', 'ignore', fd], ...user })
   closeSync(fd)
@@ -178,11 +179,12 @@ async function serve (bin, dir, user, { answerWithinMs, graceMs, password, port:
  * shuts it down and removes its folder; `down()` shuts it down (fast shutdown: its connections are cut) and keeps its
  * folder, `up()` starts it again on the same port and data, resolving once it answers, and `restart()` does both. Rejects, leaving nothing behind, when PostgreSQL is
  * not installed, when as root there is no postgres user, and when the cluster does not start. Options: `password`,
- * which connections over TCP must then give (the url carries it; default none: every connection is trusted); for the
+ * which connections over TCP must then give (the url carries it; default none: every connection is trusted);
+ * `settings`, more `name=value` server settings (the bench's `shared_preload_libraries=pg_stat_statements`); for the
  * tests of the failures, `bin`, the folder of the programs (default `postgresBinDir()`); `answerWithinMs` (30 s);
  * `graceMs`, how long a stop waits for the fast shutdown before it kills (10 s).
  */
-export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 30_000, graceMs = 10_000, password } = {}) {
+export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 30_000, graceMs = 10_000, password, settings = [] } = {}) {
   if (bin === null) throw new Error(`PostgreSQL's initdb and postgres were not found: ${POSTGRES_INSTALL_HINT}`)
   const user = clusterUser()
   const dir = mkdtempSync(join(tmpdir(), 'a2a-postgres-'))
@@ -193,7 +195,7 @@ export async function startPostgres ({ bin = postgresBinDir(), answerWithinMs = 
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
-  const options = { answerWithinMs, graceMs, password }
+  const options = { answerWithinMs, graceMs, password, settings }
   let current = await serve(bin, dir, user, options)
   return {
     url: current.url,

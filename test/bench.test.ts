@@ -20,7 +20,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2', 'ours-postgres', 'peer-v1-postgres'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   // The chunks case: one answer of 500 chunks of 1 KB on each store, and what it sent Redis.
   t.match(results.chunks, { chunks: 500, chunkBytes: 1024, answers: 1, memory: { ms: Number }, redis: { ms: Number, bytesPerAnswer: Number } })
@@ -58,6 +58,18 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.ok(Object.keys(redis.perSend).length > 0, 'command by command')
   t.match(redis, { roundTripsPerSend: Number, watched: { sends: 200, errors: 0 } })
   t.ok(redis.roundTripsPerSend > 0 && redis.roundTrips.evalsha > 0, 'the round trips were seen, scripts among them')
+  // PostgreSQL: ours and the SDK 1.3 on their own stores, each on a database of the run's throwaway cluster, and what
+  // their sends cost it.
+  for (const load of ['send', 'send-v1', 'stream']) {
+    t.match(results.targets['ours-postgres'][load], figures, `ours-postgres ${load}`)
+    t.equal(results.targets['ours-postgres'][load].errors, 0, `ours-postgres ${load} errors`)
+  }
+  t.match(results.targets['peer-v1-postgres']['send-v1'], figures, 'the SDK 1.3 on PostgreSQL')
+  t.equal(results.targets['peer-v1-postgres']['send-v1'].errors, 0, 'the SDK 1.3 on PostgreSQL, errors')
+  for (const id of ['ours-postgres', 'peer-v1-postgres']) {
+    t.match(results.targets[id].postgres, { sends: 200, errors: 0, statementsPerSend: Number, postgresCpuMsPer1000: Number, topStatements: Array }, `${id}: what it cost PostgreSQL`)
+  }
+  t.ok(results.targets['ours-postgres'].postgres.statementsPerSend >= 1, 'every send reached the database')
   t.match(results.got, { deliveries: Number, errors: 0 })
   t.match(results.memory, { tasks: 50, rss: Number, errors: 0 })
 
@@ -65,7 +77,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### Streamed chunks', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### PostgreSQL: what a send costs the database', '### Streamed chunks', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
@@ -75,8 +87,10 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /\| gRPC SendMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
   t.match(report, /\| gRPC SendStreamingMessage CPU per request vs JSON-RPC v1\.0 \| [\d.]+× \| ≤ 1\.2× \|/)
   t.match(report, /\| 500 streamed chunks on Redis vs memory \| [\d.]+× \| ≤ 3× \|/)
-  // Twenty-three targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 23)
+  t.match(report, /\| SendMessage on PostgreSQL vs @a2a-js\/sdk 1\.3 on PostgreSQL \| [\d.]+× \| ≥ 3× \|/)
+  t.match(report, /\| message\/send on PostgreSQL vs on Redis \| [\d.]+× \| ≥ 0\.5× \|/)
+  // Twenty-seven targets, each with a verdict.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 27)
 })
 
 t.test('--node-options reaches our server and no other', async t => {

@@ -265,7 +265,7 @@ t.test('the throwaway cluster itself: on a free port, answering, not as root; st
 })
 
 t.test('a cluster with a password refuses a connection without it; restarted, it answers on its port with its data', async t => {
-  const cluster = await startPostgres({ password: 'p@ss word' })
+  const cluster = await startPostgres({ password: 'p@ss word', settings: ['application_name=from-the-settings'] })
   t.teardown(() => cluster.stop())
   t.equal(cluster.url, `postgres://postgres:p%40ss%20word@127.0.0.1:${cluster.port}/postgres`)
   t.equal(await pingPostgres(cluster.url), true)
@@ -273,6 +273,7 @@ t.test('a cluster with a password refuses a connection without it; restarted, it
   const { default: pg } = await import('pg')
   const client = new pg.Client({ connectionString: cluster.url })
   await client.connect()
+  t.same((await client.query('SHOW application_name')).rows, [{ application_name: 'from-the-settings' }], 'with the settings given')
   await client.query('CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)')
   await client.end()
   const before = cluster.pid
