@@ -1,4 +1,4 @@
-// What the soak's runs share (scripts/soak.js, scripts/soak-redis.js): their HTTP client, requests, and readings.
+// What the soak's runs share (scripts/soak.js, scripts/soak-shared.js): their HTTP client, requests, and readings.
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'

@@ -1,8 +1,8 @@
 // `npm run soak`: a longer run of mixed and hostile traffic against the built server, watching its memory.
 // Everything talks to 127.0.0.1 only and stops by itself. Flags: --duration S (default 60), --tasks N (the bounded-store
 // phase, default 100000), --max-rss MB (the bound the run must stay within, default 256).
-// --redis: the scale-out run instead (see `redisSoak`): two instances on a private redis-server, one killed with
-// SIGKILL and Redis restarted in the middle, then the invariants checked.
+// --redis, --postgres: the scale-out run instead (see `scaleOutSoak`): two instances on a private redis-server or
+// PostgreSQL cluster, one killed with SIGKILL and the store restarted in the middle, then the invariants checked.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs'
@@ -12,14 +12,15 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import { CLI, body, dispatcher, freePort, message, rpc, rssMb } from './soak-common.js'
-import { redisSoak } from './soak-redis.js'
+import { scaleOutSoak } from './soak-shared.js'
 
 const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '60' },
     tasks: { type: 'string', default: '100000' },
     'max-rss': { type: 'string', default: '256' },
-    redis: { type: 'boolean', default: false }
+    redis: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false }
   }
 })
 const DURATION_MS = Number(values.duration) * 1000
@@ -143,7 +144,8 @@ async function main () {
   }
 }
 
-;(values.redis ? redisSoak({ durationMs: DURATION_MS, maxRssMb: MAX_RSS_MB }) : main()).catch(err => {
+const shared = values.postgres ? 'postgres' : values.redis ? 'redis' : undefined
+;(shared !== undefined ? scaleOutSoak({ durationMs: DURATION_MS, maxRssMb: MAX_RSS_MB, backend: shared }) : main()).catch(err => {
   console.error(err)
   process.exitCode = 1
 })

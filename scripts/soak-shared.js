@@ -1,4 +1,5 @@
-// `npm run soak -- --redis`: the scale-out soak (see `redisSoak`), then its slow-reader phase (scripts/soak-readers.js).
+// `npm run soak -- --redis` and `-- --postgres`: the scale-out soak on either shared store (see `scaleOutSoak`), then
+// its slow-reader phase (scripts/soak-readers.js).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs'
@@ -6,6 +7,7 @@ import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
+import { startPostgres } from './postgres-server.js'
 import { CLI, body, dispatcher, freePort, memoryOf, message, rpc, rssMb } from './soak-common.js'
 import { grpcNonReaders } from './soak-grpc.js'
 import { slowReaders } from './soak-readers.js'
@@ -29,6 +31,32 @@ const STREAM_LIMIT_MS = 60_000
  * allocator's slack: measured 59 MB, a fresh standalone instance's RSS of 119 MB less its 60 MB heap).
  */
 const SLOW_BOUND_MB = HEAP_MB + 32 + 32 + 16 + 64
+
+/**
+ * The store the instances share: its backend's name in the config, its `services` section, `restart` (the same
+ * server again, what was written kept) and `stop`.
+ */
+async function sharedStore (backend, dir) {
+  if (backend === 'postgres') {
+    // A throwaway cluster: a restart is its fast shutdown (connections cut, what was committed kept), then a start.
+    const cluster = await startPostgres()
+    return {
+      name: 'PostgreSQL',
+      backend: 'postgres',
+      services: ['services:', '  postgres:', `    url: "${cluster.url}"`],
+      restart: () => cluster.restart(),
+      stop: () => cluster.stop()
+    }
+  }
+  const redis = await privateRedis(dir)
+  return {
+    name: 'Redis',
+    backend: 'kvcache',
+    services: ['services:', '  cache:', '    type: cache', `    url: ${redis.url}`],
+    restart: () => redis.restart(),
+    stop: async () => redis.stop()
+  }
+}
 
 /** A private redis-server on a free port, with an append-only file, so that a restart keeps what was written. */
 async function privateRedis (dir) {
@@ -124,16 +152,16 @@ async function healthy (url) {
 }
 
 /**
- * The scale-out soak: two instances sharing a private Redis take sends (blocking and not), streams read to the end
- * and abandoned, and cancels, every task with a push config to a receiver that fails each delivery's first attempt. A third of
- * the way in, instance A is killed with SIGKILL and started again; two thirds in, Redis is restarted. Then, once the
- * tasks have had time to settle: every task must be terminal, every task's final state (and `in_progress` for a
- * completed one) must have been delivered at least once, no instance may hold a stream, and no RSS sample may pass
- * --max-rss.
+ * The scale-out soak: two instances sharing a private Redis (`backend: 'redis'`) or PostgreSQL (`'postgres'`) take
+ * sends (blocking and not), streams read to the end and abandoned, and cancels, every task with a push config to a
+ * receiver that fails each delivery's first attempt. A third of the way in, instance A is killed with SIGKILL and
+ * started again; two thirds in, the store is restarted. Then, once the tasks have had time to settle: every task must
+ * be terminal, every task's final state (and `in_progress` for a completed one) must have been delivered at least
+ * once, no instance may hold a stream, and no RSS sample may pass --max-rss.
  */
-export async function redisSoak ({ durationMs, maxRssMb }) {
-  const dir = mkdtempSync(join(tmpdir(), 'a2a-soak-redis-'))
-  const redis = await privateRedis(dir)
+export async function scaleOutSoak ({ durationMs, maxRssMb, backend }) {
+  const dir = mkdtempSync(join(tmpdir(), `a2a-soak-${backend}-`))
+  const store = await sharedStore(backend, dir)
   const hook = await recordingReceiver()
   const grpcPorts = [await freePort(), await freePort()]
   // One config an instance: the same but for its gRPC port.
@@ -144,9 +172,9 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
       // write_timeout: the slow-reader phase's non-readers are let go within seconds.
       'server:', '  shutdown_timeout: 2', '  write_timeout: 5', '  max_request_size: 8388608',
       'metrics:', '  enabled: true',
-      'tasks:', '  backend: kvcache', '  lease_ttl: 2',
-      'push_notifications:', '  backend: kvcache', '  config:', '    allowed_networks: [127.0.0.0/8]', '    retry_delay: 0.2', '    max_retries: 6',
-      'services:', '  cache:', '    type: cache', `    url: ${redis.url}`,
+      'tasks:', `  backend: ${store.backend}`, '  lease_ttl: 2',
+      'push_notifications:', `  backend: ${store.backend}`, '  config:', '    allowed_networks: [127.0.0.0/8]', '    retry_delay: 0.2', '    max_retries: 6',
+      ...store.services,
       'protocol:', '  grpc:', '    enabled: true', `    port: ${grpcPort}`
     ].join('\n') + '\n')
     return config
@@ -154,9 +182,10 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
   const ports = [await freePort(), await freePort()]
   const servers = ports.map((port, i) => instance(configs[i], port))
   const stopAll = () => { for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL') }
-  process.on('exit', () => { stopAll(); redis.stop() })
-  // Stopped by a signal (Ctrl-C, a CI timeout): the instances and Redis go with the run, by the exit handler above.
-  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130))
+  process.on('exit', stopAll)
+  // Stopped by a signal (Ctrl-C, a CI timeout): the instances go with the run, by the exit handler above, and the
+  // store before it.
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => { store.stop().finally(() => process.exit(130)) })
   const ids = new Set()
   const peaks = [0, 0]
   const faults = []
@@ -207,7 +236,7 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
         try {
           await kinds[i % kinds.length](server.url)
         } catch {
-          // Refused while an instance or Redis is down (connection refused, 503): the client would retry.
+          // Refused while an instance or the store is down (connection refused, 503): the client would retry.
           counts.refused++
           await new Promise(resolve => setTimeout(resolve, 100))
         }
@@ -223,8 +252,8 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
       await healthy(servers[0].url)
       faults.push(`instance A back at ${((Date.now() - start) / 1000).toFixed(1)} s`)
       await new Promise(resolve => setTimeout(resolve, Math.max(0, start + (2 * durationMs) / 3 - Date.now())))
-      await redis.restart()
-      faults.push(`Redis restarted at ${((Date.now() - start) / 1000).toFixed(1)} s`)
+      await store.restart()
+      faults.push(`${store.name} restarted at ${((Date.now() - start) / 1000).toFixed(1)} s`)
     })()
     await Promise.all([...workers, chaos])
     clearInterval(sampler)
@@ -297,7 +326,7 @@ export async function redisSoak ({ durationMs, maxRssMb }) {
     process.exitCode = ok && codes.every(c => c === 0) ? 0 : 1
   } finally {
     stopAll()
-    redis.stop()
+    await store.stop()
     hook.server.close()
     await dispatcher.close()
     rmSync(dir, { recursive: true, force: true })
