@@ -10,8 +10,10 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   const compose = parse(readFileSync(root('docker-compose.yml'), 'utf8'), { merge: true })
   const nginx = readFileSync(root('deploy/nginx.conf'), 'utf8')
   const services = compose.services
-  t.same(Object.keys(services).sort(), ['agent-a', 'agent-b', 'lb', 'redis'])
+  t.same(Object.keys(services).sort(), ['agent-a', 'agent-b', 'lb', 'postgres', 'redis'])
   t.equal(services.redis.ports, undefined, 'Redis publishes no host port')
+  t.equal(services.postgres.ports, undefined, 'nor does PostgreSQL')
+  t.same(services.postgres.profiles, ['postgres'], 'PostgreSQL starts only with its profile')
 
   const upstream = [...nginx.matchAll(/^\s*server\s+([\w-]+):(\d+)/gm)].map(m => ({ host: m[1], port: Number(m[2]) }))
   t.same(upstream.map(u => u.host).sort(), ['agent-a', 'agent-b'], 'nginx balances over both agents')
@@ -20,8 +22,12 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
     t.equal(Number(env.PORT), upstream.find(u => u.host === name)?.port, `${name} listens where nginx sends`)
     t.equal(env.HOST, '0.0.0.0')
     t.match(env.REDIS_URL, /^redis:\/\/redis:6379\//, `${name} reaches the compose Redis`)
-    t.equal(env.A2A_CONFIG, '/config/agent.yml')
+    // eslint-disable-next-line no-template-curly-in-string -- compose's own substitution, not a template
+    t.equal(env.A2A_CONFIG, '${A2A_COMPOSE_CONFIG:-/config/agent.yml}', 'deploy/agent.yml unless the PostgreSQL recipe names its own')
+    t.match(env.DATABASE_URL, /^postgres:\/\/postgres:[^@]+@postgres:5432\/a2a$/, `${name} reaches the compose PostgreSQL`)
+    t.same(services[name].depends_on.postgres, { condition: 'service_healthy', required: false }, `${name} waits for PostgreSQL when it runs`)
     t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent.yml:/config/agent.yml')))
+    t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent-postgres.yml:/config/agent-postgres.yml')))
     t.equal(services[name].image, 'fastify-a2a:local', `${name} runs the one image`)
     t.equal(services.lb.depends_on[name].condition, 'service_healthy', `nginx waits for ${name} to be healthy`)
   }
@@ -49,6 +55,13 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   t.equal(config.server.trust_proxy, false)
   const maxBody = Number(/client_max_body_size (\d+)m;/.exec(nginx)?.[1]) * 1024 * 1024
   t.equal(maxBody, config.server.max_request_size, 'nginx lets through what the agent accepts')
+
+  // The PostgreSQL profile's config: the same agent, its tasks and push configs in the compose PostgreSQL.
+  const onPostgres = (await loadConfig({ file: root('deploy/agent-postgres.yml'), env: { DATABASE_URL: services['agent-a'].environment.DATABASE_URL }, cwd: root('.') })).config
+  t.equal(onPostgres.tasks.backend, 'postgres')
+  t.equal(onPostgres.push_notifications.backend, 'postgres')
+  t.equal(onPostgres.services.postgres.url, services['agent-a'].environment.DATABASE_URL)
+  t.same({ ...onPostgres, tasks: config.tasks, push_notifications: config.push_notifications, services: config.services }, config, 'otherwise the same as deploy/agent.yml')
 })
 
 t.test('the Dockerfile builds on node:20-slim, runs as a non-root user with production dependencies, and checks /health', async t => {

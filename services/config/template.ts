@@ -235,7 +235,7 @@ push_notifications:
 
 tasks:
   # memory | kvcache (Redis: needs a services entry with type: cache, shared by every instance)
-  # | postgres (services.postgres; one instance for now, with push_notifications.enabled: false).
+  # | postgres (PostgreSQL: needs services.postgres, shared by every instance; push configs there too).
   backend: ${y(d.tasks.backend)}
   # Memory backend: tasks kept; the least recently updated finished tasks are evicted first.
   max_tasks: ${y(d.tasks.max_tasks)}
@@ -255,8 +255,8 @@ tasks:
   interrupted_ttl: ${y(d.tasks.interrupted_ttl)}
   # Prefix of the Redis keys of the kvcache backend.
   key_prefix: ${y(d.tasks.key_prefix)}
-  # kvcache: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it). When the
-  # instance dies, another one fails its running tasks once their leases expire and a grace as long has passed.
+  # kvcache and postgres: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it).
+  # When the instance dies, another one fails its running tasks once their leases expire and a grace as long has passed.
   lease_ttl: ${y(d.tasks.lease_ttl)}
 
 # Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;
