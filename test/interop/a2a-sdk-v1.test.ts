@@ -4,7 +4,7 @@ import { GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState, ty
 import Fastify from 'fastify'
 import t from 'tap'
 import a2a, { type AgentExecutor } from '../../index.js'
-import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, receiver, serve, until } from '../helper.js'
+import { WAIT_OR_ECHO_IN_TWO_MODULE, listen, postgresSchema, privateRedis, receiver, serve, testDatabase, until } from '../helper.js'
 import { collect, driveEverything, executor, nextId, readState, sendRequest, textOf, v1Client } from './sdk-v1.js'
 
 // The official v1.x client (@a2a-js/sdk 1.x, default options: no legacyCompat) against this server, beside the
@@ -15,6 +15,20 @@ t.test('@a2a-js/sdk 1.x, default options, drives every v1.0 operation against th
   const client = await v1Client(url)
   await driveEverything(t, client, { state: async id => (await app.a2aTasks.store.get(id))?.task.status.state })
 })
+
+// The scale-out modes: the client drives one instance while the other reads each task as stored.
+for (const where of ['redis', 'postgres'] as const) {
+  t.test(`@a2a-js/sdk 1.x drives every v1.0 operation against one of two instances sharing ${where === 'redis' ? 'Redis' : 'PostgreSQL'}`, async t => {
+    const config = where === 'redis'
+      ? { services: { cache: { type: 'cache' as const, url: (await privateRedis(t)).url } }, tasks: { backend: 'kvcache' as const }, push_notifications: { backend: 'kvcache' as const } }
+      : { services: { postgres: { url: await postgresSchema(t, await testDatabase(t)) } }, tasks: { backend: 'postgres' as const }, push_notifications: { backend: 'postgres' as const } }
+    const shared = { ...config, server: { shutdown_timeout: 0.5 } }
+    const a = await listen(t, { executor, config: shared })
+    const b = await listen(t, { executor, config: shared })
+    const client = await v1Client(a.url)
+    await driveEverything(t, client, { state: async id => (await b.app.a2aTasks.store.get(id))?.task.status.state })
+  })
+}
 
 t.test('@a2a-js/sdk 1.x drives every v1.0 operation against the standalone server (the CLI, an executor module), over JSON-RPC and HTTP+JSON', async t => {
   t.testdir({ 'agent.yml': 'agent:\n  name: Standalone\n  executor: ./echo.js\n', 'echo.js': WAIT_OR_ECHO_IN_TWO_MODULE })
