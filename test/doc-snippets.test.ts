@@ -74,11 +74,14 @@ t.test("the README's quick start: health, the card and a message/send with curl"
   t.match(run.stdout, /"text":"hello"/)
 })
 
-t.test('scale-out: two instances on one Redis, a task made on one is read on the other, then both drain', async t => {
-  const redis = await privateRedis(t)
+/**
+ * A scale-out recipe (`recipe`, a snippet's text) run as written, with the store's URL `from` in it replaced by `to`
+ * and its ports by free ones: a task made on one instance is read on the other, then both drain on SIGTERM.
+ */
+async function twoInstances (t: Test, recipe: string, from: string, to: string): Promise<void> {
   const [a, b] = [await freePort(), await freePort()]
-  const code = snippet('two-instances-redis')
-    .replaceAll('redis://127.0.0.1:6379', redis.url)
+  const code = recipe
+    .replaceAll(from, to)
     .replaceAll('8001', String(a))
     .replaceAll('8002', String(b))
   const dir = project(t)
@@ -96,27 +99,14 @@ t.test('scale-out: two instances on one Redis, a task made on one is read on the
     t.ok(lines.some(line => line.msg === 'agent serving'), `${log}: served`)
     t.ok(lines.some(line => line.msg === 'shutting down' && line.signal === 'SIGTERM'), `${log}: the server took the SIGTERM`)
   }
+}
+
+t.test('scale-out: two instances on one Redis, a task made on one is read on the other, then both drain', async t => {
+  await twoInstances(t, snippet('two-instances-redis'), 'redis://127.0.0.1:6379', (await privateRedis(t)).url)
 })
 
 t.test('scale-out: two instances on one PostgreSQL, a task made on one is read on the other, then both drain', async t => {
-  const url = await postgresSchema(t, await testDatabase(t))
-  const [a, b] = [await freePort(), await freePort()]
-  const code = snippet('two-instances-postgres')
-    .replaceAll('postgres://postgres@127.0.0.1:5432/postgres', `"${url}"`)
-    .replaceAll('8001', String(a))
-    .replaceAll('8002', String(b))
-  const dir = project(t)
-  const run = await bash(t, dir, code)
-  t.equal(run.status, 0, run.stderr)
-  t.notOk(run.timedOut, 'both servers exited on their own')
-  const id = /^task (\S+)$/m.exec(run.stdout)?.[1]
-  t.ok(id, 'the send answered a task id')
-  const got = JSON.parse(run.stdout.trim().split('\n').pop() ?? '')
-  t.match(got, { result: { id, status: { state: 'completed' } } }, 'the other instance reads it')
-  for (const log of ['a.log', 'b.log']) {
-    const lines = readFileSync(join(dir, log), 'utf8').trim().split('\n').map(line => JSON.parse(line))
-    t.ok(lines.some(line => line.msg === 'shutting down' && line.signal === 'SIGTERM'), `${log}: the server took the SIGTERM`)
-  }
+  await twoInstances(t, snippet('two-instances-postgres'), 'postgres://postgres@127.0.0.1:5432/postgres', `"${await postgresSchema(t, await testDatabase(t))}"`)
 })
 
 const API_KEY = 'docs-recipe-key'

@@ -7,69 +7,14 @@ import { connectOnce } from '../services/postgres/connect.js'
 import { migrate } from '../services/postgres/migrate.js'
 import { PostgresPushConfigStore } from '../services/push/postgres-store.js'
 import { PostgresTaskStore } from '../services/tasks/postgres-store.js'
-import { build, call, postgresSchema, receiver, rpc, serve, testDatabase, until, userMessage, type Served } from './helper.js'
+import { crashInstance, killAtAnyPoint, storedTask } from './crash-scenarios.js'
+import { build, call, postgresSchema, receiver, testDatabase, until } from './helper.js'
 
 const database = testDatabase(t)
 
-/** A real server process with its tasks and push configs in the schema at `url`, and a receiver it may post to. */
-async function instance (t: Test, url: string): Promise<Served> {
-  const dir = t.testdir({
-    'agent.yml': `
-agent:
-  name: Crash Agent
-  delay_ms: 300
-tasks:
-  backend: postgres
-  lease_ttl: 1
-push_notifications:
-  backend: postgres
-  config:
-    allowed_networks: [127.0.0.0/8]
-    retry_delay: 0.2
-services:
-  postgres:
-    url: "${url}"
-`
-  })
-  return await serve(t, ['--config', `${dir}/agent.yml`], { _TAPJS_PROCESSINFO_COVERAGE_: '0' })
-}
-
 t.test('kill -9 at any point: every task ends terminal and every stored state change is delivered at least once', async t => {
   const url = await postgresSchema(t, await database)
-  const hook = await receiver(t)
-  const first = await instance(t, url)
-  const ids: string[] = []
-  await Promise.all(Array.from({ length: 16 }, async (_, i) => {
-    const res = await fetch(first.url + '/', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(rpc('message/send', {
-        message: userMessage(`crash ${i}`),
-        configuration: { blocking: false, pushNotificationConfig: { url: `${hook.url}/hook` } }
-      }))
-    })
-    ids.push(((await res.json()) as any).result.id)
-  }))
-  // The agent answers 300 ms after each start: the kill lands while tasks start, finish and queue their webhooks.
-  await new Promise(resolve => setTimeout(resolve, 320))
-  first.child.kill('SIGKILL')
-  await first.exited
-  const second = await instance(t, url)
-  const get = async (id: string) => {
-    const res = await fetch(second.url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id })) })
-    return ((await res.json()) as any).result
-  }
-  const terminal = new Set(['completed', 'failed', 'canceled', 'rejected'])
-  const delivered = (id: string, state: string) => hook.received.some(r => r.body?.id === id && r.body?.status?.state === state)
-  await until(async () => {
-    const tasks = await Promise.all(ids.map(get))
-    return tasks.every(task => terminal.has(task.status.state) && delivered(task.id, task.status.state))
-  }, 2000)
-  for (const task of await Promise.all(ids.map(get))) {
-    t.ok(terminal.has(task.status.state), `${task.id} ended ${task.status.state}`)
-    t.ok(delivered(task.id, task.status.state), `its ${task.status.state} webhook arrived`)
-    if (task.status.state === 'completed') t.ok(delivered(task.id, 'in_progress'), 'and so did in_progress')
-  }
+  await killAtAnyPoint(t, async () => await crashInstance(t, 'postgres', `  postgres:\n    url: "${url}"`))
 })
 
 /** A migrated schema, and what a dead instance left in it: the writes it made, through the same stores. */
@@ -83,17 +28,6 @@ async function deadInstance (t: Test) {
   const tasks = new PostgresTaskStore(pool, { ttlSeconds: 3600, leaseTtlMs: 500, pushOutbox: true })
   const push = new PostgresPushConfigStore(pool)
   return { url, pool, tasks, push }
-}
-
-function storedTask (id: string, state: string, version: number) {
-  const now = Date.now()
-  return {
-    task: { id, contextId: `ctx-${id}`, kind: 'task' as const, status: { state: state as any, timestamp: new Date(now).toISOString() }, artifacts: [], history: [], metadata: null },
-    owner: 'anonymous',
-    version,
-    createdAt: now,
-    updatedAt: now
-  }
 }
 
 const onPostgres = (url: string, push: Record<string, unknown> = {}) => ({

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
-import { build, buildLogged, call, privateRedis, receiver, rpc, serve, until, userMessage, type Served } from './helper.js'
+import { crashInstance, killAtAnyPoint, storedTask } from './crash-scenarios.js'
+import { build, buildLogged, call, privateRedis, receiver, until, userMessage } from './helper.js'
 
 /** An app on a private Redis (its memory and clients are this test's to break), tasks and push configs there. */
 async function onPrivateRedis (t: Test, url: string, tasks: Record<string, unknown>) {
@@ -83,67 +84,9 @@ t.test('a run whose writes fail past its retries leaves its lease to lapse, and 
   t.equal(task.status.message.parts[0].text, 'The server instance running the task stopped before the task finished.')
 })
 
-/** A real server process with its tasks and push configs in the private Redis, and a receiver it may post to. */
-async function instance (t: Test, redisUrl: string): Promise<Served> {
-  const dir = t.testdir({
-    'agent.yml': `
-agent:
-  name: Crash Agent
-  delay_ms: 300
-tasks:
-  backend: kvcache
-  lease_ttl: 1
-push_notifications:
-  backend: kvcache
-  config:
-    allowed_networks: [127.0.0.0/8]
-    retry_delay: 0.2
-services:
-  cache:
-    type: cache
-    url: ${redisUrl}
-`
-  })
-  return await serve(t, ['--config', `${dir}/agent.yml`], { _TAPJS_PROCESSINFO_COVERAGE_: '0' })
-}
-
 t.test('kill -9 at any point: every task ends terminal and every stored state change is delivered at least once', async t => {
   const redis = await privateRedis(t)
-  const hook = await receiver(t)
-  const first = await instance(t, redis.url)
-  const ids: string[] = []
-  const sends = Array.from({ length: 16 }, async (_, i) => {
-    const res = await fetch(first.url + '/', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(rpc('message/send', {
-        message: userMessage(`crash ${i}`),
-        configuration: { blocking: false, pushNotificationConfig: { url: `${hook.url}/hook` } }
-      }))
-    })
-    ids.push(((await res.json()) as any).result.id)
-  })
-  await Promise.all(sends)
-  // The agent answers 300 ms after each start: the kill lands while tasks start, finish and queue their webhooks.
-  await new Promise(resolve => setTimeout(resolve, 320))
-  first.child.kill('SIGKILL')
-  await first.exited
-  const second = await instance(t, redis.url)
-  const get = async (id: string) => {
-    const res = await fetch(second.url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('tasks/get', { id })) })
-    return ((await res.json()) as any).result
-  }
-  const terminal = new Set(['completed', 'failed', 'canceled', 'rejected'])
-  const delivered = (id: string, state: string) => hook.received.some(r => r.body?.id === id && r.body?.status?.state === state)
-  await until(async () => {
-    const tasks = await Promise.all(ids.map(get))
-    return tasks.every(task => terminal.has(task.status.state) && delivered(task.id, task.status.state))
-  }, 2000)
-  for (const task of await Promise.all(ids.map(get))) {
-    t.ok(terminal.has(task.status.state), `${task.id} ended ${task.status.state}`)
-    t.ok(delivered(task.id, task.status.state), `its ${task.status.state} webhook arrived`)
-    if (task.status.state === 'completed') t.ok(delivered(task.id, 'in_progress'), 'and so did in_progress')
-  }
+  await killAtAnyPoint(t, async () => await crashInstance(t, 'kvcache', `  cache:\n    type: cache\n    url: ${redis.url}`))
 })
 
 /** What a dead instance left in Redis: the writes it made, through the same stores, before it could go on. */
@@ -155,17 +98,6 @@ async function deadInstance (url: string) {
   const tasks = new RedisTaskStore(client, { keyPrefix: 'a2a:task:', ttlSeconds: 3600, leaseTtlMs: 500, pushKeyPrefix: 'a2a:push:' })
   const push = new RedisPushConfigStore(client, { keyPrefix: 'a2a:push:' })
   return { client, tasks, push }
-}
-
-function storedTask (id: string, state: string, version: number) {
-  const now = Date.now()
-  return {
-    task: { id, contextId: `ctx-${id}`, kind: 'task' as const, status: { state: state as any, timestamp: new Date(now).toISOString() }, artifacts: [], history: [], metadata: null },
-    owner: 'anonymous',
-    version,
-    createdAt: now,
-    updatedAt: now
-  }
 }
 
 t.test('a state change whose writer died before queueing its webhooks is delivered by another instance', async t => {

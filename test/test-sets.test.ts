@@ -12,8 +12,11 @@ import t from 'tap'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 
-/** What makes a test file slow: a process started (helper's `serve`, test/processes.ts, node:child_process), a browser. */
-const SLOW = /(?<![.\w])(?:serve|spawnChild|runChild|spawn|execFile|exec|fork)\(|playwright|dist\/cli\.js/
+/**
+ * What makes a test file slow: a process started (helper's `serve`, test/crash-scenarios.ts's `crashInstance`,
+ * test/processes.ts, node:child_process), a browser.
+ */
+const SLOW = /(?<![.\w])(?:serve|crashInstance|spawnChild|runChild|spawn|execFile|exec|fork)\(|playwright|dist\/cli\.js/
 
 /**
  * What may make a test file slow though it starts no process: it puts a Redis it started through an outage (stops,

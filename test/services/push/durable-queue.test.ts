@@ -1,39 +1,16 @@
-import { pushBodies } from '../../../services/a2a/push-bodies.js'
-import pino from 'pino'
 import t from 'tap'
-import type { Task } from '../../../schemas/task.js'
 import { DurableDeliveryQueue, deliveryJobId } from '../../../services/push/durable-queue.js'
 import { MemoryPushConfigStore } from '../../../services/push/memory-store.js'
-import { WebhookNotifier } from '../../../services/push/notifier.js'
 import type { PushConfigStore } from '../../../services/push/store.js'
-import { createUrlPolicy } from '../../../services/push/url-policy.js'
-import type { StoredTask } from '../../../services/tasks/store.js'
-import { logCapture, privateRedis, receiver, redisDb, until } from '../../helper.js'
+import { privateRedis, receiver, redisDb, until } from '../../helper.js'
+import { queueNotifier, record } from './queue-notifier.js'
 
 // This file owns Redis db 3.
 const DB = 3
 
-function record (state: Task['status']['state'], version: number, id = 'task-1'): StoredTask {
-  const task: Task = { id, contextId: 'c', kind: 'task', status: { state, timestamp: new Date().toISOString() }, artifacts: [], history: [], metadata: null }
-  return { task, owner: 'o', version, createdAt: 0, updatedAt: 0 }
-}
-
 /** A notifier whose deliveries go through a durable queue on `client`, as the plugin wires them. */
 function durable (t: { teardown (fn: () => unknown): void }, client: import('ioredis').Redis, store: PushConfigStore) {
-  const logs = logCapture()
-  const log = pino({ level: 'debug' }, logs.stream)
-  const notifier = new WebhookNotifier({
-    store,
-    policy: createUrlPolicy({ validateUrls: true, requireHttps: false, allowedDomains: [], allowedNetworks: ['127.0.0.0/8'] }),
-    log,
-    bodies: pushBodies('default'),
-    timeoutSeconds: 2,
-    maxRetries: 2,
-    retryDelaySeconds: 0.01,
-    defaultHeaders: {},
-    signingSecret: 'durable-test-secret',
-    maxInFlight: 8
-  })
+  const { notifier, logs, log } = queueNotifier(store, 8)
   const queue = new DurableDeliveryQueue({ client, prefix: 'dq', notifier, store, maxRetries: 2, concurrency: 8, ttlSeconds: 60, log })
   notifier.useQueue(queue)
   t.teardown(() => notifier.close(0))

@@ -1,41 +1,18 @@
 // PostgresDeliveryQueue and PostgresPushOutbox (services/push/postgres-queue.ts) on a real PostgreSQL, each case in a
 // migrated schema of its own, with a real webhook receiver: order, retries, claims that lapse, the outbox's relay.
 import type pg from 'pg'
-import pino from 'pino'
 import t from 'tap'
-import type { Task } from '../../../schemas/task.js'
-import { pushBodies } from '../../../services/a2a/push-bodies.js'
 import { MemoryPushConfigStore } from '../../../services/push/memory-store.js'
-import { WebhookNotifier } from '../../../services/push/notifier.js'
 import { PostgresDeliveryQueue, PostgresPushOutbox } from '../../../services/push/postgres-queue.js'
 import type { PushConfigStore } from '../../../services/push/store.js'
-import { createUrlPolicy } from '../../../services/push/url-policy.js'
-import type { StoredTask } from '../../../services/tasks/store.js'
-import { logCapture, migratedSchema, receiver, testDatabase, until, type Teardown } from '../../helper.js'
+import { migratedSchema, receiver, testDatabase, until, type Teardown } from '../../helper.js'
+import { queueNotifier, record } from './queue-notifier.js'
 
 const databaseUrl = testDatabase(t)
 
-function record (state: Task['status']['state'], version: number, id = 'task-1'): StoredTask {
-  const task: Task = { id, contextId: 'c', kind: 'task', status: { state, timestamp: new Date().toISOString() }, artifacts: [], history: [], metadata: null }
-  return { task, owner: 'o', version, createdAt: 0, updatedAt: 0 }
-}
-
 /** A notifier whose deliveries go through a queue on `pool`, as the plugin wires them, with the outbox. */
 function durable (t: Teardown, pool: pg.Pool, store: PushConfigStore, lockMs = 30_000) {
-  const logs = logCapture()
-  const log = pino({ level: 'debug' }, logs.stream)
-  const notifier = new WebhookNotifier({
-    store,
-    policy: createUrlPolicy({ validateUrls: true, requireHttps: false, allowedDomains: [], allowedNetworks: ['127.0.0.0/8'] }),
-    log,
-    bodies: pushBodies('default'),
-    timeoutSeconds: 2,
-    maxRetries: 2,
-    retryDelaySeconds: 0.01,
-    defaultHeaders: {},
-    signingSecret: 'durable-test-secret',
-    maxInFlight: 2
-  })
+  const { notifier, logs, log } = queueNotifier(store, 2)
   const queue = new PostgresDeliveryQueue({ pool, notifier, store, concurrency: 2, lockMs, log })
   const outbox = new PostgresPushOutbox(pool, { graceMs: 0, log })
   notifier.useQueue(queue, outbox)
