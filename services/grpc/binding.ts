@@ -358,5 +358,5 @@ function versionError (metadata: Metadata, version: string): JsonRpcError | unde
  * after an event: a client that lost one follows its task again with SubscribeToTask, the snapshot first.)
  */
 function contextOf (principal: Principal, log: Logger, wire?: 'rest03'): MethodContext {
-  return wire === undefined ? { principal, log, id: null } : { principal, log, id: null, wire }
+  return wire === undefined ? { principal, log, id: null, binding: 'grpc' } : { principal, log, id: null, binding: 'grpc', wire }
 }

@@ -3,6 +3,8 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { Logger } from '../kernel/logger.js'
 import type { Principal } from '../auth/principal.js'
 import { invalidParams } from '../kernel/errors.js'
+import { traced } from '../kernel/tracing.js'
+import { isV10Method } from '../a2a/version.js'
 
 export type JsonRpcId = string | number | null
 
@@ -19,6 +21,8 @@ export interface MethodContext {
   readonly wire?: 'rest03'
   /** The request's `Last-Event-ID` header: where a stream that resumes starts (docs/architecture.md, "Resumable streams"). */
   readonly lastEventId?: string
+  /** The binding the call came over, when not JSON-RPC: its operation's span says so. */
+  readonly binding?: 'http+json' | 'grpc'
 }
 
 export interface MethodDefinition<S extends TSchema = TSchema> {
@@ -91,7 +95,8 @@ export class MethodRegistry {
     const scopes = Object.hasOwn(overrides, def.name)
       ? overrides[def.name]
       : def.twin !== undefined && Object.hasOwn(overrides, def.twin) ? overrides[def.twin] : (def.scopes ?? [])
-    this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), scopes, validate })
+    const handler = tracedHandler(def.name, def.handler as MethodDefinition['handler'])
+    this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), handler, scopes, validate })
     return this
   }
 
@@ -120,6 +125,36 @@ export class MethodRegistry {
       return params
     }
   }
+}
+
+/**
+ * The handler of method `name` inside a span of its own, `a2a <name>`: every binding calls handlers through the
+ * registry, so each A2A operation gets one span whichever binding and version carried it (docs/architecture.md,
+ * "Tracing: the design"). The principal is named by its id, never by a credential.
+ */
+function tracedHandler (name: string, handler: MethodDefinition['handler']): MethodDefinition['handler'] {
+  const span = `a2a ${name}`
+  const version = isV10Method(name) ? '1.0' : '0.3'
+  return (params, ctx) => traced(span, () => ({
+    'rpc.system': 'a2a',
+    'rpc.method': name,
+    'a2a.version': version,
+    'a2a.binding': ctx.binding ?? 'jsonrpc',
+    'enduser.id': ctx.principal.id,
+    ...idsOf(params)
+  }), () => handler(params, ctx), (span, result) => { span.setAttributes(idsOf(result)) })
+}
+
+/** The task and context ids a method's params or result name (a task, a message, a push config), as span attributes. */
+function idsOf (value: unknown): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (typeof value !== 'object' || value === null) return out
+  const found = value as { id?: unknown, taskId?: unknown, contextId?: unknown, task?: { id?: unknown, contextId?: unknown }, message?: { taskId?: unknown, contextId?: unknown } }
+  const taskId = found.taskId ?? found.id ?? found.task?.id ?? found.message?.taskId
+  const contextId = found.contextId ?? found.task?.contextId ?? found.message?.contextId
+  if (typeof taskId === 'string') out['a2a.task.id'] = taskId
+  if (typeof contextId === 'string') out['a2a.context.id'] = contextId
+  return out
 }
 
 /** One AJV error as `params.<path>: <reason>`, e.g. `params.message.parts: required` (CONTRACT.md §4). */

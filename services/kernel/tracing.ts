@@ -1,0 +1,58 @@
+import { SpanStatusCode, context, trace, type Attributes, type Span } from '@opentelemetry/api'
+import { isThenable } from './maybe-promise.js'
+import { VERSION } from './version.js'
+
+// Traces through the OpenTelemetry API (docs/architecture.md, "Tracing: the design"). The spans go to the SDK the
+// process registered: the standalone server's own when `telemetry.enabled`, a host app's when embedded. With none
+// registered, the API hands out spans that record nothing, and `isRecording()` keeps the attributes from being made.
+// Nothing else in the package imports `@opentelemetry/api`.
+
+const tracer = trace.getTracer('fastify-a2a', VERSION)
+
+/** What a failure leaves on its span: the A2A error code when it has one (a JsonRpcError's `code`). */
+interface Failure {
+  readonly code?: unknown
+  readonly message?: unknown
+}
+
+/**
+ * Runs `fn` inside a new span named `name`, active for what `fn` calls (its own spans and an executor's outbound calls
+ * become its children), and ends the span when `fn`'s result settles: OK, or ERROR with `a2a.error.code`. `attributes`
+ * is called only when the span records; `done` adds what the result says (task ids) before the span ends.
+ */
+export function traced<T> (name: string, attributes: () => Attributes, fn: () => T, done?: (span: Span, result: Awaited<T>) => void): T {
+  const span = tracer.startSpan(name)
+  if (!span.isRecording()) return fn()
+  span.setAttributes(attributes())
+  let result: T
+  try {
+    result = context.with(trace.setSpan(context.active(), span), fn)
+  } catch (err) {
+    fail(span, err)
+    throw err
+  }
+  if (!isThenable(result)) {
+    succeed(span, result as Awaited<T>, done)
+    return result
+  }
+  return (result as unknown as Promise<Awaited<T>>).then(value => {
+    succeed(span, value, done)
+    return value
+  }, (err: unknown) => {
+    fail(span, err)
+    throw err
+  }) as T
+}
+
+function succeed<T> (span: Span, result: T, done?: (span: Span, result: T) => void): void {
+  done?.(span, result)
+  span.end()
+}
+
+function fail (span: Span, err: unknown): void {
+  // (Object(): whatever was thrown, undefined included, reads as an object.)
+  const { code, message } = Object(err) as Failure
+  if (typeof code === 'number' || typeof code === 'string') span.setAttribute('a2a.error.code', code)
+  span.setStatus({ code: SpanStatusCode.ERROR, message: typeof message === 'string' ? message : undefined })
+  span.end()
+}

@@ -1,0 +1,82 @@
+// The span of each A2A operation (docs/architecture.md, "Tracing: the design", step 1), with the OpenTelemetry SDK's
+// in-memory exporter registered for this file's process: one span per operation in every binding and version, its
+// attributes, its errors, and no credential in any of them.
+import { SpanStatusCode, trace } from '@opentelemetry/api'
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node'
+import t from 'tap'
+import { traced } from '../../services/kernel/tracing.js'
+import { V1_SERVICE } from '../../services/grpc/protos.js'
+import { build, call, listenGrpc, userMessage } from '../helper.js'
+import { grpcClients, unary } from './grpc-client.js'
+
+const exporter = new InMemorySpanExporter()
+new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).register()
+t.beforeEach(() => { exporter.reset() })
+
+const named = (prefix: string): ReadableSpan[] => exporter.getFinishedSpans().filter(span => span.name.startsWith(prefix))
+
+t.test('each operation is one span, named after its method, with its version, binding, principal and task', async t => {
+  const app = await build(t)
+  const sent = await call(app, 'message/send', { message: userMessage('traced') })
+  const task = sent.body.result
+  const v1 = await app.inject({ method: 'POST', url: '/', headers: { 'a2a-version': '1.0' }, payload: { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task.id } } })
+  t.equal(v1.statusCode, 200)
+  const rest = await app.inject({ method: 'POST', url: '/message:send', headers: { 'a2a-version': '1.0' }, payload: { message: { role: 'ROLE_USER', messageId: 'r1', parts: [{ text: 'over REST' }] } } })
+  t.equal(rest.statusCode, 200)
+  const [send] = named('a2a message/send')
+  t.match(send.attributes, {
+    'rpc.system': 'a2a',
+    'rpc.method': 'message/send',
+    'a2a.version': '0.3',
+    'a2a.binding': 'jsonrpc',
+    'enduser.id': 'anonymous',
+    'a2a.task.id': task.id,
+    'a2a.context.id': task.contextId
+  })
+  t.equal(send.status.code, SpanStatusCode.UNSET, 'no error')
+  const [get] = named('a2a GetTask')
+  t.match(get.attributes, { 'rpc.method': 'GetTask', 'a2a.version': '1.0', 'a2a.binding': 'jsonrpc', 'a2a.task.id': task.id })
+  const [restSend] = named('a2a SendMessage')
+  t.match(restSend.attributes, { 'a2a.version': '1.0', 'a2a.binding': 'http+json', 'a2a.task.id': rest.json().task.id })
+  t.equal(exporter.getFinishedSpans().length, 3, 'one span each')
+  // A method that takes no params names no task.
+  await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 3, method: 'status' } })
+  const [status] = named('a2a status')
+  t.equal(status.attributes['a2a.task.id'], undefined)
+})
+
+t.test('a gRPC call is one span with the gRPC binding', async t => {
+  const { target } = await listenGrpc(t)
+  const { v1 } = grpcClients(t, target)
+  const sent = await unary(v1, 'SendMessage', { message: { role: 'ROLE_USER', messageId: 'g1', parts: [{ text: 'over gRPC' }] } })
+  t.equal(sent.error, undefined)
+  const spans = named('a2a SendMessage')
+  t.equal(spans.length, 1, V1_SERVICE)
+  t.match(spans[0].attributes, { 'a2a.binding': 'grpc', 'a2a.version': '1.0', 'a2a.task.id': sent.value.task.id })
+})
+
+t.test('an operation that fails ends its span with ERROR and the A2A error code; a credential is never an attribute', async t => {
+  const key = 'trace-test-secret-key-0123456789'
+  const app = await build(t, { config: { security: { enabled: true, auth: { api_key: { keys: [{ key, id: 'tracer', scopes: ['*'] }] } } } } })
+  const missing = await app.inject({ method: 'POST', url: '/', headers: { 'x-api-key': key }, payload: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'no-such-task' } } })
+  t.equal(missing.json().error.code, -32001)
+  const [get] = named('a2a tasks/get')
+  t.equal(get.status.code, SpanStatusCode.ERROR)
+  t.match(get.attributes, { 'a2a.error.code': -32001, 'enduser.id': 'tracer', 'a2a.task.id': 'no-such-task' })
+  const everything = JSON.stringify(exporter.getFinishedSpans().map(span => ({ name: span.name, attributes: span.attributes, events: span.events, status: span.status })))
+  t.notOk(everything.includes(key), 'the API key is in no span')
+})
+
+t.test('traced: the span is active for what it runs, and ends with a value, a promise or a throw', async t => {
+  const outer = traced('outer', () => ({ kind: 'sync' }), () => trace.getActiveSpan()?.spanContext().spanId)
+  const [syncSpan] = named('outer')
+  t.equal(outer, syncSpan.spanContext().spanId, 'active inside')
+  t.equal(await traced('later', () => ({}), async () => 7, (span, value) => { span.setAttribute('value', value) }), 7)
+  t.match(named('later')[0].attributes, { value: 7 })
+  await t.rejects(traced('rejected', () => ({}), async () => { throw Object.assign(new Error('no'), { code: 'A2A_ERR_X' }) }), /no/)
+  t.match(named('rejected')[0], { status: { code: SpanStatusCode.ERROR, message: 'no' }, attributes: { 'a2a.error.code': 'A2A_ERR_X' } })
+  // What an executor may throw is anything, not only an Error: the span still ends, with no message.
+  // eslint-disable-next-line no-throw-literal -- on purpose
+  t.throws(() => traced('thrown', () => ({}), () => { throw 'not an error' }))
+  t.match(named('thrown')[0], { status: { code: SpanStatusCode.ERROR, message: undefined } })
+})
