@@ -10,6 +10,7 @@ import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { LazyChildLogger } from './services/kernel/lazy-logger.js'
 import { logFormatOf, prettyStream, type LogFormat } from './services/kernel/logger.js'
+import { traceLogFields } from './services/kernel/tracing.js'
 import { isConnectionError } from './services/redis/outage.js'
 
 export interface ServerOptions {
@@ -94,7 +95,9 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
   const logger: FastifyServerOptions['logger'] = {
     level: config.server.log_level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    serializers: { err: serializeError }
+    serializers: { err: serializeError },
+    // Lines logged inside a traced operation name its trace and span (docs/operations.md, "Traces").
+    mixin: traceLogFields
   }
   const app = Fastify({
     logger: stream === undefined ? logger : { ...logger, stream },

@@ -44,6 +44,19 @@ export function traced<T> (name: string, attributes: () => Attributes, fn: () =>
   }) as T
 }
 
+/**
+ * The ids of the span active where a line is logged, `trace_id` and `span_id`, as pino's `mixin` takes them: the
+ * standalone server's logger has it, and an embedding app can give it to its own (`Fastify({ logger: { mixin:
+ * traceLogFields } })`). Nothing outside a span that records. A new object each time: pino writes the line's other
+ * fields into it.
+ */
+export function traceLogFields (): Record<string, string> {
+  const span = trace.getActiveSpan()
+  if (span === undefined || !span.isRecording()) return {}
+  const { traceId, spanId } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId }
+}
+
 function succeed<T> (span: Span, result: T, done?: (span: Span, result: T) => void): void {
   done?.(span, result)
   span.end()

@@ -4,9 +4,11 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api'
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node'
 import t from 'tap'
-import { traced } from '../../services/kernel/tracing.js'
+import { traceLogFields, traced } from '../../services/kernel/tracing.js'
+import { createServer } from '../../server.js'
+import { validateConfig } from '../../services/config/load.js'
 import { V1_SERVICE } from '../../services/grpc/protos.js'
-import { build, call, listenGrpc, userMessage } from '../helper.js'
+import { build, call, listenGrpc, logCapture, userMessage } from '../helper.js'
 import { grpcClients, unary } from './grpc-client.js'
 
 const exporter = new InMemorySpanExporter()
@@ -79,4 +81,21 @@ t.test('traced: the span is active for what it runs, and ends with a value, a pr
   // eslint-disable-next-line no-throw-literal -- on purpose
   t.throws(() => traced('thrown', () => ({}), () => { throw 'not an error' }))
   t.match(named('thrown')[0], { status: { code: SpanStatusCode.ERROR, message: undefined } })
+})
+
+t.test('the standalone server\'s log lines inside a span carry its trace and span ids; those outside carry none', async t => {
+  const logs = logCapture()
+  const app = await createServer(validateConfig({ server: { log_level: 'info' } }), { logStream: logs.stream })
+  t.teardown(() => app.close())
+  app.log.info('outside')
+  const inside = traced('logged', () => ({}), () => {
+    app.log.info('inside')
+    return trace.getActiveSpan()?.spanContext()
+  })
+  const lines = logs.lines()
+  const outside = lines.find(line => line.msg === 'outside')
+  t.equal(outside.trace_id, undefined)
+  t.equal(outside.span_id, undefined)
+  t.match(lines.find(line => line.msg === 'inside'), { trace_id: inside?.traceId, span_id: inside?.spanId })
+  t.same(traceLogFields(), {}, 'nothing outside a span')
 })
