@@ -44,6 +44,12 @@ export function traced<T> (name: string, attributes: () => Attributes, fn: () =>
   }) as T
 }
 
+/** Adds event `name` to the span active here, when one records (a task's change of state). */
+export function spanEvent (name: string, attributes: Attributes): void {
+  const span = trace.getActiveSpan()
+  if (span?.isRecording() === true) span.addEvent(name, attributes)
+}
+
 /**
  * The ids of the span active where a line is logged, `trace_id` and `span_id`, as pino's `mixin` takes them: the
  * standalone server's logger has it, and an embedding app can give it to its own (`Fastify({ logger: { mixin:

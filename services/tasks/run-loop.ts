@@ -1,4 +1,5 @@
 import { isThenable, type MaybePromise } from '../kernel/maybe-promise.js'
+import { traced } from '../kernel/tracing.js'
 import type { Logger } from '../kernel/logger.js'
 import type { Message, TaskState } from '../../schemas/task.js'
 import type { Principal } from '../auth/principal.js'
@@ -131,7 +132,12 @@ export class TaskRuns {
         })
         if (started instanceof Promise) started = await started
         if (abort.aborted || isTerminal(started.task.status.state)) return
-        let state = this.#turn(started, message, run)
+        // A span per turn, active for the executor: its own outbound calls join the trace (docs/operations.md, "Traces").
+        let state = traced('invoke_agent', () => ({
+          'gen_ai.operation.name': 'invoke_agent',
+          'a2a.task.id': taskId,
+          'a2a.context.id': started.task.contextId
+        }), () => this.#turn(started, message, run), (span, after) => { span.setAttribute('a2a.task.state', after) })
         if (state instanceof Promise) state = await state
         if (isTerminal(state)) return
         if (run.queue.length > 0) continue

@@ -2,6 +2,7 @@ import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
 import type { Task, TaskState } from '../../schemas/task.js'
 import { RunStorageFailure, TaskConflict, TaskNotFound } from '../kernel/errors.js'
+import { spanEvent } from '../kernel/tracing.js'
 import type { TaskEvent, TaskEventBus } from './event-bus.js'
 import { eventOf, type ChunkSlot, type Mutation } from './mutations.js'
 import type { ReplaceOutcome, StoredTask, TaskStore } from './store.js'
@@ -153,6 +154,7 @@ export class TaskWriter {
       }
     }
     if (previous.task.status.state !== next.task.status.state) {
+      spanEvent('a2a.task.state', { 'a2a.task.id': id, 'a2a.task.state': next.task.status.state, 'a2a.task.version': next.version })
       for (const listener of this.statusListeners) {
         try {
           listener(next, previous.task.status.state, pushConfigs)

@@ -8,6 +8,7 @@ import { traceLogFields, traced } from '../../services/kernel/tracing.js'
 import { createServer } from '../../server.js'
 import { validateConfig } from '../../services/config/load.js'
 import { V1_SERVICE } from '../../services/grpc/protos.js'
+import type { AgentExecutor } from '../../index.js'
 import { build, call, listenGrpc, logCapture, userMessage } from '../helper.js'
 import { grpcClients, unary } from './grpc-client.js'
 
@@ -40,7 +41,7 @@ t.test('each operation is one span, named after its method, with its version, bi
   t.match(get.attributes, { 'rpc.method': 'GetTask', 'a2a.version': '1.0', 'a2a.binding': 'jsonrpc', 'a2a.task.id': task.id })
   const [restSend] = named('a2a SendMessage')
   t.match(restSend.attributes, { 'a2a.version': '1.0', 'a2a.binding': 'http+json', 'a2a.task.id': rest.json().task.id })
-  t.equal(exporter.getFinishedSpans().length, 3, 'one span each')
+  t.equal(named('a2a ').length, 3, 'one span each')
   // A method that takes no params names no task.
   await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 3, method: 'status' } })
   const [status] = named('a2a status')
@@ -98,4 +99,25 @@ t.test('the standalone server\'s log lines inside a span carry its trace and spa
   t.equal(outside.span_id, undefined)
   t.match(lines.find(line => line.msg === 'inside'), { trace_id: inside?.traceId, span_id: inside?.spanId })
   t.same(traceLogFields(), {}, 'nothing outside a span')
+})
+
+t.test('an executor turn is a span inside its operation\'s, active for the executor; each change of state is a span event', async t => {
+  let inTurn: string | undefined
+  const executor: AgentExecutor = async function * () {
+    inTurn = trace.getActiveSpan()?.spanContext().spanId
+    await new Promise(resolve => setTimeout(resolve, 5))
+    yield 'traced answer'
+  }
+  const app = await build(t, { executor })
+  const sent = await call(app, 'message/send', { message: userMessage('turn') })
+  t.equal(sent.body.result.status.state, 'completed')
+  const [operation] = named('a2a message/send')
+  const [turn] = named('invoke_agent')
+  t.equal(turn.parentSpanContext?.spanId, operation.spanContext().spanId, 'the turn is a child of the operation')
+  t.equal(turn.spanContext().traceId, operation.spanContext().traceId)
+  t.equal(inTurn, turn.spanContext().spanId, 'the executor runs inside the turn\'s span')
+  t.match(turn.attributes, { 'gen_ai.operation.name': 'invoke_agent', 'a2a.task.id': sent.body.result.id, 'a2a.task.state': 'in_progress' })
+  const states = exporter.getFinishedSpans().flatMap(span => span.events).filter(event => event.name === 'a2a.task.state')
+    .sort((a, b) => a.time[0] - b.time[0] || a.time[1] - b.time[1]).map(event => event.attributes?.['a2a.task.state'])
+  t.same(states, ['in_progress', 'completed'], 'each change of state, in order')
 })
