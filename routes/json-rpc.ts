@@ -177,7 +177,9 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       await claim.own(principal.id)
       audited(request, req.method)
       const lastEventId = request.headers['last-event-id']
-      const ctx = lastEventId === undefined ? { principal, log: request.log, id: req.id } : { principal, log: request.log, id: req.id, lastEventId: String(lastEventId) }
+      const ctx = lastEventId === undefined
+        ? { principal, log: request.log, id: req.id, headers: request.headers }
+        : { principal, log: request.log, id: req.id, headers: request.headers, lastEventId: String(lastEventId) }
       source = await method.handler(params, ctx) as EventSource
       received(request)
     } catch (err) {
@@ -224,7 +226,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       return
     }
     if (method?.streaming === true) return stream(request, reply, req, method)
-    const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log)
+    const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log, request.headers)
     if (outcome instanceof Promise) {
       return outcome.then(done => {
         // The operation has the message: its body's bytes leave the request budget (routes/inbound.ts).

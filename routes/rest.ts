@@ -124,7 +124,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
 
   /** The method's context for a call of this request. */
   function contextOf (request: FastifyRequest, principal: Principal, wire?: 'rest03'): MethodContext {
-    const ctx: { -readonly [K in keyof MethodContext]: MethodContext[K] } = { principal, log: request.log, id: null, binding: 'http+json' }
+    const ctx: { -readonly [K in keyof MethodContext]: MethodContext[K] } = { principal, log: request.log, id: null, binding: 'http+json', headers: request.headers }
     if (wire !== undefined) ctx.wire = wire
     const lastEventId = request.headers['last-event-id']
     if (lastEventId !== undefined) ctx.lastEventId = String(lastEventId)

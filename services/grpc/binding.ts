@@ -257,7 +257,7 @@ export class GrpcBinding {
     }
     if (claim !== undefined) await claim.own(principal.id)
     this.#opts.audit(caller, label)
-    return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, spec.wire))
+    return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, headers, spec.wire))
   }
 
   #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
@@ -357,6 +357,6 @@ function versionError (metadata: Metadata, version: string): JsonRpcError | unde
  * The method's context for a call. (A StreamResponse has no field for an event id, so gRPC streams are not resumed
  * after an event: a client that lost one follows its task again with SubscribeToTask, the snapshot first.)
  */
-function contextOf (principal: Principal, log: Logger, wire?: 'rest03'): MethodContext {
-  return wire === undefined ? { principal, log, id: null, binding: 'grpc' } : { principal, log, id: null, binding: 'grpc', wire }
+function contextOf (principal: Principal, log: Logger, headers: Record<string, string>, wire?: 'rest03'): MethodContext {
+  return wire === undefined ? { principal, log, id: null, binding: 'grpc', headers } : { principal, log, id: null, binding: 'grpc', headers, wire }
 }

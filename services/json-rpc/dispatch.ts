@@ -135,13 +135,14 @@ export interface Outcome {
 
 /**
  * Runs one request to its response. Errors never escape: they become the response. A handler that answers at once
- * (not through a promise) is answered at once, with no promise made on the way.
+ * (not through a promise) is answered at once, with no promise made on the way. `headers`: the HTTP request's (its
+ * trace context).
  */
-export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger): MaybePromise<Outcome> {
+export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger, headers?: object): MaybePromise<Outcome> {
   let result: unknown
   try {
     const { method, params } = resolveMethod(registry, req, principal)
-    result = method.handler(params, { principal, log, id: req.id })
+    result = method.handler(params, headers === undefined ? { principal, log, id: req.id } : { principal, log, id: req.id, headers })
   } catch (err) {
     return failed(req, err, log)
   }

@@ -23,6 +23,8 @@ export interface MethodContext {
   readonly lastEventId?: string
   /** The binding the call came over, when not JSON-RPC: its operation's span says so. */
   readonly binding?: 'http+json' | 'grpc'
+  /** The request's headers (gRPC: its metadata): a `traceparent` among them is the parent of the operation's span. */
+  readonly headers?: object
 }
 
 export interface MethodDefinition<S extends TSchema = TSchema> {
@@ -142,7 +144,7 @@ function tracedHandler (name: string, handler: MethodDefinition['handler']): Met
     'a2a.binding': ctx.binding ?? 'jsonrpc',
     'enduser.id': ctx.principal.id,
     ...idsOf(params)
-  }), () => handler(params, ctx), (span, result) => { span.setAttributes(idsOf(result)) })
+  }), () => handler(params, ctx), (span, result) => { span.setAttributes(idsOf(result)) }, ctx.headers)
 }
 
 /** The task and context ids a method's params or result name (a task, a message, a push config), as span attributes. */

@@ -1,4 +1,4 @@
-import { SpanStatusCode, context, trace, type Attributes, type Span } from '@opentelemetry/api'
+import { SpanStatusCode, context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api'
 import { isThenable } from './maybe-promise.js'
 import { VERSION } from './version.js'
 
@@ -18,15 +18,18 @@ interface Failure {
 /**
  * Runs `fn` inside a new span named `name`, active for what `fn` calls (its own spans and an executor's outbound calls
  * become its children), and ends the span when `fn`'s result settles: OK, or ERROR with `a2a.error.code`. `attributes`
- * is called only when the span records; `done` adds what the result says (task ids) before the span ends.
+ * is called only when the span records; `done` adds what the result says (task ids) before the span ends. `carrier`:
+ * the request's headers or gRPC metadata, whose trace context (W3C `traceparent`, through the propagator the process
+ * registered) is the span's parent, else the active span is.
  */
-export function traced<T> (name: string, attributes: () => Attributes, fn: () => T, done?: (span: Span, result: Awaited<T>) => void): T {
-  const span = tracer.startSpan(name)
+export function traced<T> (name: string, attributes: () => Attributes, fn: () => T, done?: (span: Span, result: Awaited<T>) => void, carrier?: object): T {
+  const parent = carrier === undefined ? context.active() : propagation.extract(context.active(), carrier)
+  const span = tracer.startSpan(name, undefined, parent)
   if (!span.isRecording()) return fn()
   span.setAttributes(attributes())
   let result: T
   try {
-    result = context.with(trace.setSpan(context.active(), span), fn)
+    result = context.with(trace.setSpan(parent, span), fn)
   } catch (err) {
     fail(span, err)
     throw err

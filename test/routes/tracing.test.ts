@@ -121,3 +121,26 @@ t.test('an executor turn is a span inside its operation\'s, active for the execu
     .sort((a, b) => a.time[0] - b.time[0] || a.time[1] - b.time[1]).map(event => event.attributes?.['a2a.task.state'])
   t.same(states, ['in_progress', 'completed'], 'each change of state, in order')
 })
+
+t.test('a traceparent the caller sends is the parent of the operation\'s span: JSON-RPC, a stream, HTTP+JSON and gRPC', async t => {
+  const traceId = '0af7651916cd43dd8448eb211c80319c'
+  const parentId = 'b7ad6b7169203331'
+  const traceparent = `00-${traceId}-${parentId}-01`
+  const { app, target } = await listenGrpc(t)
+  await app.inject({ method: 'POST', url: '/', headers: { traceparent }, payload: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: userMessage('child') } } })
+  await app.inject({ method: 'POST', url: '/', headers: { traceparent, accept: 'text/event-stream' }, payload: { jsonrpc: '2.0', id: 2, method: 'message/stream', params: { message: userMessage('streamed child') } } })
+  await app.inject({ method: 'POST', url: '/message:send', headers: { traceparent, 'a2a-version': '1.0' }, payload: { message: { role: 'ROLE_USER', messageId: 'r2', parts: [{ text: 'rest child' }] } } })
+  const { v1 } = grpcClients(t, target)
+  await unary(v1, 'SendMessage', { message: { role: 'ROLE_USER', messageId: 'g2', parts: [{ text: 'grpc child' }] } }, { traceparent })
+  const operations = named('a2a ')
+  t.same(operations.map(span => span.name).sort(), ['a2a SendMessage', 'a2a SendMessage', 'a2a message/send', 'a2a message/stream'])
+  for (const span of operations) {
+    t.equal(span.spanContext().traceId, traceId, `${span.name} (${String(span.attributes['a2a.binding'])}): the caller's trace`)
+    t.equal(span.parentSpanContext?.spanId, parentId, 'under the caller\'s span')
+  }
+  // Without one, an operation starts a trace of its own.
+  await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 3, method: 'status' } })
+  const [status] = named('a2a status')
+  t.not(status.spanContext().traceId, traceId)
+  t.equal(status.parentSpanContext, undefined)
+})
