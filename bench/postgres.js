@@ -1,9 +1,8 @@
 // PostgreSQL for `npm run bench`: a throwaway cluster (scripts/postgres-server.js: fsync and synchronous_commit off,
 // for ours and the peer alike; pg_stat_statements loaded) unless --postgres names a server, a database of its own for
 // each target, and what a run of sends costs the server: its statements (round trips) and the CPU of its processes.
-import { readFileSync } from 'node:fs'
 import pg from 'pg'
-import { startPostgres } from '../scripts/postgres-server.js'
+import { childrenOf, startPostgres } from '../scripts/postgres-server.js'
 import { cpuSeconds } from './proc.js'
 
 /** The server the run uses: `given` (a URL), or a throwaway cluster; `{ url, pid, stop }` (no pid for a given one). */
@@ -53,18 +52,10 @@ async function statements (url, reset = false) {
   }
 }
 
-function children (pid) {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-}
-
 /** CPU seconds of each process of the cluster (postgres and the processes it started), by pid. */
 function clusterCpu (pid) {
   const out = new Map()
-  for (const one of [pid, ...children(pid)]) {
+  for (const one of [pid, ...childrenOf(pid)]) {
     try {
       out.set(one, cpuSeconds(one))
     } catch {

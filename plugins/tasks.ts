@@ -31,8 +31,8 @@ export interface TasksPluginOptions {
 /**
  * Creates the task store and event bus of `tasks.backend` and the task service over them. With kvcache, tasks,
  * events, cancellation and leases live in Redis; with postgres, in PostgreSQL (events and cancels by LISTEN/NOTIFY);
- * either way every instance reaps the tasks of instances that died (CONTRACT.md §10). On close, running tasks get `server.shutdown_timeout` to finish before they are failed
- * (CONTRACT.md §6, shutdown).
+ * either way every instance reaps the tasks of instances that died (CONTRACT.md §10). On close, running tasks get
+ * `server.shutdown_timeout` to finish before they are failed (CONTRACT.md §6, shutdown).
  */
 const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts) => {
   const { config } = opts

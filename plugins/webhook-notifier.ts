@@ -2,9 +2,10 @@ import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { pushBodies } from '../services/a2a/push-bodies.js'
-import { WebhookNotifier, type NotifierOptions } from '../services/push/notifier.js'
+import { WebhookNotifier, type DeliveryQueue, type NotifierOptions } from '../services/push/notifier.js'
 import { RedisPushOutbox } from '../services/push/outbox.js'
 import { PushService } from '../services/push/service.js'
+import type { PushOutbox } from '../services/push/store.js'
 import { createHostLookups } from '../services/push/host-lookups.js'
 import { createUrlPolicy, type UrlPolicy } from '../services/push/url-policy.js'
 
@@ -73,48 +74,52 @@ const webhookNotifier: FastifyPluginAsync<WebhookNotifierOptions> = async (fasti
     maxInFlight: settings.config.max_in_flight,
     onAttempt: opts.onAttempt
   })
+  // Instances share tasks, so a delivery must outlive the instance that queued it (CONTRACT.md §10): it waits in the
+  // shared store. This plugin is registered only while push is on, and then push configs live with the tasks
+  // (validateConfig): the task store records each state change of a task with configs in the outbox, with the write
+  // itself; every instance relays what a dead writer left there.
+  const outboxLog = fastify.log.child({ component: 'push-outbox' })
+  const queueLog = fastify.log.child({ component: 'webhook-queue' })
+  let durable: { queue: DeliveryQueue, outbox: PushOutbox } | undefined
   const redis = fastify.a2aRedis
+  const pool = fastify.a2aPostgres
   if (config.tasks.backend === 'kvcache' && redis !== null) {
-    // Instances share tasks, so a delivery must outlive the instance that queued it (CONTRACT.md §10). BullMQ is
-    // loaded only then.
+    // BullMQ is loaded only then.
     const { DurableDeliveryQueue } = await import('../services/push/durable-queue.js')
-    // This plugin is registered only while push is on, and then push configs are in Redis too (validateConfig): the
-    // task store records each state change of a task with configs in the outbox, in the write's own script; every
-    // instance relays what a dead writer left there (CONTRACT.md §10).
-    const outbox = new RedisPushOutbox(redis, {
-      taskKeyPrefix: config.tasks.key_prefix,
-      graceMs: outboxGraceMs(config.tasks.lease_ttl),
-      log: fastify.log.child({ component: 'push-outbox' })
-    })
-    notifier.useQueue(new DurableDeliveryQueue({
-      client: redis,
-      prefix: `${settings.key_prefix}bull`,
-      notifier,
-      store: fastify.a2aPushConfigs,
-      maxRetries: settings.config.max_retries,
-      concurrency: settings.config.max_in_flight,
-      ttlSeconds: config.tasks.ttl,
-      log: fastify.log.child({ component: 'webhook-queue' })
-    }), outbox)
+    durable = {
+      outbox: new RedisPushOutbox(redis, { taskKeyPrefix: config.tasks.key_prefix, graceMs: outboxGraceMs(config.tasks.lease_ttl), log: outboxLog }),
+      queue: new DurableDeliveryQueue({
+        client: redis,
+        prefix: `${settings.key_prefix}bull`,
+        notifier,
+        store: fastify.a2aPushConfigs,
+        maxRetries: settings.config.max_retries,
+        concurrency: settings.config.max_in_flight,
+        ttlSeconds: config.tasks.ttl,
+        log: queueLog
+      })
+    }
+  } else if (config.tasks.backend === 'postgres' && pool !== null) {
+    // The outbox and the deliveries are tables of the tasks' database, the outbox row written in the change's own
+    // transaction.
+    const { PostgresDeliveryQueue, PostgresPushOutbox } = await import('../services/push/postgres-queue.js')
+    durable = {
+      outbox: new PostgresPushOutbox(pool, { graceMs: outboxGraceMs(config.tasks.lease_ttl), log: outboxLog }),
+      queue: new PostgresDeliveryQueue({
+        pool,
+        notifier,
+        store: fastify.a2aPushConfigs,
+        concurrency: settings.config.max_in_flight,
+        // An attempt takes at most its timeout (and a bounded name lookup): a claim outlasts it well.
+        lockMs: (settings.config.timeout + LOCK_MARGIN_S) * 1000,
+        log: queueLog
+      })
+    }
+  }
+  if (durable !== undefined) {
+    notifier.useQueue(durable.queue, durable.outbox)
     // The relay runs on the reaper's timer, just before it: what a dead instance left unqueued goes out before the
     // failure the reaper then writes for its tasks, and in version order.
-    fastify.a2aTasks.beforeReap(() => notifier.relay())
-  }
-  const pool = fastify.a2aPostgres
-  if (config.tasks.backend === 'postgres' && pool !== null) {
-    // The same on PostgreSQL alone: the outbox and the deliveries are tables of the tasks' database, the outbox row
-    // written in the transaction of the change (validateConfig keeps push configs there too while push is on).
-    const { PostgresDeliveryQueue, PostgresPushOutbox } = await import('../services/push/postgres-queue.js')
-    const outbox = new PostgresPushOutbox(pool, { graceMs: outboxGraceMs(config.tasks.lease_ttl), log: fastify.log.child({ component: 'push-outbox' }) })
-    notifier.useQueue(new PostgresDeliveryQueue({
-      pool,
-      notifier,
-      store: fastify.a2aPushConfigs,
-      concurrency: settings.config.max_in_flight,
-      // An attempt takes at most its timeout (and a bounded name lookup): a claim outlasts it well.
-      lockMs: (settings.config.timeout + LOCK_MARGIN_S) * 1000,
-      log: fastify.log.child({ component: 'webhook-queue' })
-    }), outbox)
     fastify.a2aTasks.beforeReap(() => notifier.relay())
   }
   fastify.decorate('a2aNotifier', notifier)

@@ -110,7 +110,7 @@ async function initdb (bin, dir, user, password) {
 }
 
 /** The processes `pid` started (Linux; elsewhere none): postgres's own leave its process group, so a group kill misses them. */
-function childrenOf (pid) {
+export function childrenOf (pid) {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
   /* c8 ignore next 3 -- not Linux, or postgres gone between the timer and the read */

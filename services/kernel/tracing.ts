@@ -47,10 +47,13 @@ export function traced<T> (name: string, attributes: () => Attributes, fn: () =>
   }) as T
 }
 
-/** Adds event `name` to the span active here, when one records (a task's change of state). */
-export function spanEvent (name: string, attributes: Attributes): void {
+/**
+ * Adds event `name` to the span active here, when one records (a task's change of state); `attributes` is called only
+ * then.
+ */
+export function spanEvent (name: string, attributes: () => Attributes): void {
   const span = trace.getActiveSpan()
-  if (span?.isRecording() === true) span.addEvent(name, attributes)
+  if (span?.isRecording() === true) span.addEvent(name, attributes())
 }
 
 /**

@@ -1,6 +1,7 @@
 import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../kernel/logger.js'
+import { within } from '../kernel/within.js'
 import { quitWithin } from '../redis/client.js'
 import { logUnlessConnectionError } from '../redis/outage.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
@@ -168,15 +169,6 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     // A throw is BullMQ's signal to retry on the custom backoff; `attemptOnce` only says retry while one is left.
     if (report.outcome === 'retry') throw Object.assign(new Error('webhook delivery will be retried'), { retryAfter: report.retryAfter })
   }
-}
-
-/** Whether `work` settled within `ms` (it is left running when it did not). */
-async function within (work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const expired = new Promise<boolean>(resolve => { timer = setTimeout(resolve, ms, false) })
-  const settled = await Promise.race([work.then(() => true), expired])
-  clearTimeout(timer)
-  return settled
 }
 
 export { deliveryJobId }

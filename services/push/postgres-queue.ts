@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { Logger } from '../kernel/logger.js'
+import { within } from '../kernel/within.js'
 import { storeQuery } from '../postgres/query.js'
 import type { StoredTask } from '../tasks/store.js'
 import type { DeliveryQueue, WebhookNotifier } from './notifier.js'
@@ -124,11 +125,7 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
   async close (timeoutMs: number): Promise<void> {
     this.#closed = true
     clearTimeout(this.#timer)
-    let timer: NodeJS.Timeout | undefined
-    const expired = new Promise<boolean>(resolve => { timer = setTimeout(resolve, timeoutMs, false) })
-    const settled = await Promise.race([Promise.allSettled(this.#attempts).then(() => true), expired])
-    clearTimeout(timer)
-    if (!settled) this.#opts.log.warn({ inFlight: this.#attempts.size }, 'webhook deliveries still in flight at close: left to another worker')
+    if (!await within(Promise.allSettled(this.#attempts), timeoutMs)) this.#opts.log.warn({ inFlight: this.#attempts.size }, 'webhook deliveries still in flight at close: left to another worker')
   }
 
   /** Claims what is due now, unless a claim is under way (which then claims once more). */

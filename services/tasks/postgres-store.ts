@@ -170,7 +170,7 @@ export class PostgresTaskStore implements TaskStore {
     // The first event after `after` must follow it directly, else some were trimmed away. Past the newest
     // `max_events`, those kept for the other instances' listeners are not served.
     if (gone || rows[0].version === null || rows[0].prev > after || rows.length > this.#replayEvents) return null
-    return rows.map(row => ({ ...JSON.parse(row.body), version: row.version, prev: row.prev }))
+    return rows.map(keptOf)
   }
 
   /**
@@ -183,7 +183,7 @@ export class PostgresTaskStore implements TaskStore {
     return {
       record: JSON.parse(rows[0].record),
       lastEvent: rows[0].last_event,
-      kept: rows[0].version === null ? [] : rows.map(row => ({ ...JSON.parse(row.body), version: row.version, prev: row.prev }))
+      kept: rows[0].version === null ? [] : rows.map(keptOf)
     }
   }
 
@@ -241,4 +241,9 @@ export class PostgresTaskStore implements TaskStore {
   async #query (text: string, values: unknown[], name?: string): Promise<pg.QueryResult> {
     return await storeQuery(this.#pool, text, values, name)
   }
+}
+
+/** A row of `a2a_task_events` (its version, the one before, the kept body) as a KeptEvent. */
+function keptOf (row: { version: number, prev: number, body: string }): KeptEvent {
+  return { ...JSON.parse(row.body), version: row.version, prev: row.prev }
 }

@@ -154,7 +154,7 @@ export class TaskWriter {
       }
     }
     if (previous.task.status.state !== next.task.status.state) {
-      spanEvent('a2a.task.state', { 'a2a.task.id': id, 'a2a.task.state': next.task.status.state, 'a2a.task.version': next.version })
+      spanEvent('a2a.task.state', () => ({ 'a2a.task.id': id, 'a2a.task.state': next.task.status.state, 'a2a.task.version': next.version }))
       for (const listener of this.statusListeners) {
         try {
           listener(next, previous.task.status.state, pushConfigs)
