@@ -138,9 +138,17 @@ t.test('a traceparent the caller sends is the parent of the operation\'s span: J
     t.equal(span.spanContext().traceId, traceId, `${span.name} (${String(span.attributes['a2a.binding'])}): the caller's trace`)
     t.equal(span.parentSpanContext?.spanId, parentId, 'under the caller\'s span')
   }
-  // Without one, an operation starts a trace of its own.
+  // Without one, an operation starts a trace of its own; so it does with one that is not a traceparent, and answers.
   await app.inject({ method: 'POST', url: '/', payload: { jsonrpc: '2.0', id: 3, method: 'status' } })
   const [status] = named('a2a status')
   t.not(status.spanContext().traceId, traceId)
   t.equal(status.parentSpanContext, undefined)
+  exporter.reset()
+  for (const garbled of ['00-not-a-trace-01', `00-${'0'.repeat(32)}-${parentId}-01`, 'x'.repeat(10_000)]) {
+    const res = await app.inject({ method: 'POST', url: '/', headers: { traceparent: garbled }, payload: { jsonrpc: '2.0', id: 4, method: 'status' } })
+    t.equal(res.statusCode, 200, `answered with traceparent ${garbled.slice(0, 24)}`)
+  }
+  const garbledSpans = named('a2a status')
+  t.equal(garbledSpans.length, 3)
+  t.ok(garbledSpans.every(span => span.parentSpanContext === undefined && span.spanContext().traceId !== traceId), 'each a trace of its own')
 })
