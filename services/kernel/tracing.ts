@@ -9,6 +9,14 @@ import { VERSION } from './version.js'
 
 const tracer = trace.getTracer('fastify-a2a', VERSION)
 
+export type { Span } from '@opentelemetry/api'
+
+/**
+ * The W3C trace context (`traceparent`, and `tracestate` when there is one) of a span, as kept with work done later
+ * or elsewhere: a queued webhook delivery, a cancel's abort request to another instance.
+ */
+export type TraceCarrier = Record<string, string>
+
 /** What a failure leaves on its span: the A2A error code when it has one (a JsonRpcError's `code`). */
 interface Failure {
   readonly code?: unknown
@@ -54,6 +62,28 @@ export function traced<T> (name: string, attributes: () => Attributes, fn: () =>
 export function spanEvent (name: string, attributes: () => Attributes): void {
   const span = trace.getActiveSpan()
   if (span?.isRecording() === true) span.addEvent(name, attributes())
+}
+
+/**
+ * The trace context active here, to be kept with work that runs later or in another instance (which makes its span
+ * with it as `traced`'s `carrier`); undefined when no span records, so that nothing is kept for nothing.
+ */
+export function traceCarrier (): TraceCarrier | undefined {
+  if (trace.getActiveSpan()?.isRecording() !== true) return undefined
+  const carrier: TraceCarrier = {}
+  propagation.inject(context.active(), carrier)
+  return carrier
+}
+
+/** Writes the active trace context into outgoing `headers` (a webhook request's), when a span records. */
+export function injectTrace (headers: Record<string, string>): void {
+  if (trace.getActiveSpan()?.isRecording() === true) propagation.inject(context.active(), headers)
+}
+
+/** Marks `span` failed where nothing was thrown (a webhook that answered 500): status ERROR, and `error.type`. */
+export function spanFailed (span: Span, type: string, message: string): void {
+  span.setAttribute('error.type', type)
+  span.setStatus({ code: SpanStatusCode.ERROR, message })
 }
 
 /**

@@ -3,7 +3,7 @@
 // one. Names and columns are the store contract's (services/tasks/store.ts); the record itself is kept as the JSON
 // text it was written as (`text`, not `jsonb`, which reorders keys).
 
-import { DURABLE_DELIVERY, PUSH_CONFIGS } from './sql-push.js'
+import { DELIVERY_TRACES, DURABLE_DELIVERY, PUSH_CONFIGS } from './sql-push.js'
 import { INSTANCES, ONE_CALL_INSERTS, TASK_LEASES, TASKS } from './sql-tasks.js'
 
 export interface Migration {
@@ -18,7 +18,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'task leases', sql: TASK_LEASES },
   { version: 4, name: 'instances on postgres', sql: INSTANCES },
   { version: 5, name: 'durable webhook delivery', sql: DURABLE_DELIVERY },
-  { version: 6, name: 'one-call inserts', sql: ONE_CALL_INSERTS }
+  { version: 6, name: 'one-call inserts', sql: ONE_CALL_INSERTS },
+  { version: 7, name: 'delivery traces', sql: DELIVERY_TRACES }
 ]
 
 /** The schema version this code is written for: the last migration's. */

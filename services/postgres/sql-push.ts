@@ -143,3 +143,25 @@ LANGUAGE sql AS $fn$
   RETURNING d.id, d.task_id, d.version, d.config_id, d.state, d.body, d.webhook_id, d.attempts
 $fn$;
 `
+
+/**
+ * Migration 7: a delivery keeps the trace context of the change that queued it, so that its attempts' spans join that
+ * trace whichever instance makes them. The claim that returns it is a function of its own: instances of the release
+ * before still call `a2a_claim_deliveries`, whose result must not change under them.
+ */
+export const DELIVERY_TRACES = `
+ALTER TABLE a2a_push_deliveries ADD COLUMN trace jsonb;
+
+CREATE FUNCTION a2a_claim_traced_deliveries (p_batch integer, p_lock bigint)
+  RETURNS TABLE (id bigint, task_id text, version integer, config_id text, state text, body text, webhook_id text,
+    attempts integer, trace jsonb)
+LANGUAGE sql AS $fn$
+  UPDATE a2a_push_deliveries d SET locked_until = a2a_now_ms() + p_lock, attempts = d.attempts + 1
+  FROM (SELECT c.id FROM a2a_push_deliveries c
+    WHERE c.due_at <= a2a_now_ms() AND (c.locked_until IS NULL OR c.locked_until <= a2a_now_ms())
+      AND NOT EXISTS (SELECT 1 FROM a2a_push_deliveries p WHERE p.task_id = c.task_id AND p.config_id = c.config_id AND p.id < c.id)
+    ORDER BY c.due_at, c.id LIMIT p_batch FOR UPDATE SKIP LOCKED) AS due
+  WHERE d.id = due.id
+  RETURNING d.id, d.task_id, d.version, d.config_id, d.state, d.body, d.webhook_id, d.attempts, d.trace
+$fn$;
+`

@@ -1,6 +1,7 @@
 import { DelayedError, Queue, Worker, type Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../kernel/logger.js'
+import type { TraceCarrier } from '../kernel/tracing.js'
 import { within } from '../kernel/within.js'
 import { quitWithin } from '../redis/client.js'
 import { logUnlessConnectionError } from '../redis/outage.js'
@@ -34,6 +35,8 @@ interface DeliveryJob {
   webhookId: string
   /** Job id of the previous delivery to the same (task, config): this one waits until it has settled. */
   prev: string | null
+  /** The trace context of the change, when a span recorded it (absent from the jobs of earlier releases). */
+  trace?: TraceCarrier
 }
 
 const QUEUE_NAME = 'webhooks'
@@ -98,7 +101,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
     this.#worker.on('error', logUnlessConnectionError(opts.log, 'webhook worker error'))
   }
 
-  async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void> {
+  async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[], trace?: TraceCarrier): Promise<void> {
     const client = this.#opts.client
     const ttlMs = this.#opts.ttlSeconds * 1000
     const jobs = []
@@ -108,7 +111,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
       const prev = await client.call('SET', `${this.#linkPrefix}${taskId}:${config.id}`, jobId, 'PX', ttlMs, 'GET') as string | null
       jobs.push({
         name: state,
-        data: { taskId, configId: config.id, state, body: bodyOf(config), webhookId: `msg_${jobId}`, prev: prev === jobId ? null : prev },
+        data: { taskId, configId: config.id, state, body: bodyOf(config), webhookId: `msg_${jobId}`, prev: prev === jobId ? null : prev, trace },
         opts: {
           jobId,
           attempts: this.#opts.maxRetries + 1,
@@ -164,7 +167,7 @@ export class DurableDeliveryQueue implements DeliveryQueue {
       this.#opts.log.debug({ taskId: data.taskId, configId: data.configId }, 'push config gone: delivery dropped')
       return
     }
-    const delivery = { taskId: data.taskId, config, body: data.body, state: data.state, id: data.webhookId }
+    const delivery = { taskId: data.taskId, config, body: data.body, state: data.state, id: data.webhookId, trace: data.trace }
     const report = await this.#opts.notifier.attemptOnce(delivery, job.attemptsMade + 1)
     // A throw is BullMQ's signal to retry on the custom backoff; `attemptOnce` only says retry while one is left.
     if (report.outcome === 'retry') throw Object.assign(new Error('webhook delivery will be retried'), { retryAfter: report.retryAfter })

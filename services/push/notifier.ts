@@ -4,6 +4,7 @@ import https from 'node:https'
 import type { Got } from 'got'
 import { lazyGot } from '../kernel/lazy-got.js'
 import type { Logger } from '../kernel/logger.js'
+import { spanFailed, traceCarrier, traced, type Span, type TraceCarrier } from '../kernel/tracing.js'
 import type { Task } from '../../schemas/task.js'
 import type { StoredTask } from '../tasks/store.js'
 import { signingKey } from './signing.js'
@@ -48,11 +49,30 @@ export interface NotifierOptions {
  * the notifier queues and retries in memory.
  */
 export interface DeliveryQueue {
-  /** Queues one delivery per config of one state change of a task (`version` is the task's version after it). */
-  add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void>
+  /**
+   * Queues one delivery per config of one state change of a task (`version` is the task's version after it). `trace`:
+   * the change's trace context, kept with each delivery for its attempts' spans.
+   */
+  add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[], trace?: TraceCarrier): Promise<void>
   /** Deliveries queued or in flight, across every instance sharing the queue. */
   pending (): Promise<number>
   close (timeoutMs: number): Promise<void>
+}
+
+/** How an attempt ended, for its caller (the outcome, a retry's `Retry-After`) and its span (the rest). */
+export interface Attempted extends AttemptResult {
+  /** The URL posted to. */
+  server?: URL
+}
+
+/** What the attempt's span says of its end: the receiver's answer, the outcome, and ERROR unless it was delivered. */
+function endAttemptSpan (span: Span, result: Attempted): void {
+  span.setAttribute('a2a.push.outcome', result.outcome)
+  if (result.server !== undefined) {
+    span.setAttributes({ 'server.address': result.server.hostname, 'server.port': Number(result.server.port || (result.server.protocol === 'https:' ? 443 : 80)) })
+  }
+  if (result.status !== undefined) span.setAttribute('http.response.status_code', result.status)
+  if (result.outcome !== 'delivered') spanFailed(span, result.code ?? String(result.status), `webhook delivery ${result.outcome}`)
 }
 
 /**
@@ -143,6 +163,8 @@ export class WebhookNotifier {
     const { task } = record
     // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
     if (!recovered && !this.#taskChains.has(task.id) && (configs ?? this.#opts.store.holds?.(task.id)) === false) return
+    // The span of the write that made the change (an executor turn, an operation), for the deliveries' own spans.
+    const trace = traceCarrier()
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]
@@ -163,12 +185,12 @@ export class WebhookNotifier {
       const queue = this.#queue
       if (queue === undefined) {
         for (const config of configs) {
-          this.#enqueue({ taskId: task.id, config, body: bodyOf(config), state: task.status.state, id: `msg_${newId()}` })
+          this.#enqueue({ taskId: task.id, config, body: bodyOf(config), state: task.status.state, id: `msg_${newId()}`, trace })
         }
         return
       }
       try {
-        await queue.add(task.id, record.version, task.status.state, bodyOf, configs)
+        await queue.add(task.id, record.version, task.status.state, bodyOf, configs, trace)
       } catch (err) {
         // Left in the outbox (kvcache): the relay queues them once Redis takes writes again.
         this.#log.warn({ err, taskId: task.id, state: task.status.state }, 'webhook deliveries could not be queued')
@@ -230,17 +252,31 @@ export class WebhookNotifier {
   /**
    * One attempt of a delivery, logged, with the 410 rule applied (the config is removed). `retry` means another
    * attempt is due and allowed: once `attempt` is past `max_retries` a retryable failure is final. The caller
-   * (this notifier's own loop, or the durable queue) schedules the retry with `retryDelay`.
+   * (this notifier's own loop, or the durable queue) schedules the retry with `retryDelay`. Each attempt is a span,
+   * `a2a push delivery`, a child of the change's (`delivery.trace`) wherever and whenever it is made.
    */
-  async attemptOnce (delivery: Delivery, attempt: number): Promise<{ outcome: AttemptOutcome, retryAfter?: number }> {
+  attemptOnce (delivery: Delivery, attempt: number): Promise<Attempted> {
+    return traced('a2a push delivery', () => ({
+      'a2a.task.id': delivery.taskId,
+      'a2a.task.state': delivery.state,
+      'a2a.push.config.id': delivery.config.id,
+      'a2a.push.attempt': attempt,
+      'a2a.push.webhook_id': delivery.id
+    }), () => this.#attemptOnce(delivery, attempt), endAttemptSpan, delivery.trace)
+  }
+
+  async #attemptOnce (delivery: Delivery, attempt: number): Promise<Attempted> {
     const { taskId, config } = delivery
     const checked = this.#opts.policy.checkUrl(config.url)
     if (!checked.ok) {
       this.#log.warn({ taskId, configId: config.id, reason: checked.reason }, 'webhook url refused at delivery')
-      return this.#report({ outcome: 'final' })
+      return this.#report({ outcome: 'final', code: 'A2A_ERR_UNSAFE_URL' })
     }
-    const host = checked.url.host
-    const result = await this.#attempt(delivery, checked.url)
+    const url = checked.url
+    const host = url.host
+    const result: Attempted = await this.#attempt(delivery, url)
+    // Where it went, for the span: the host and port, never the path or query (they may carry a token).
+    result.server = url
     if (result.outcome === 'delivered') {
       this.#log.debug({ taskId, configId: config.id, host, attempt, status: result.status }, 'webhook delivered')
       return this.#report(result)
@@ -255,10 +291,10 @@ export class WebhookNotifier {
     }
     if (result.outcome === 'final' || attempt > this.#opts.maxRetries) {
       this.#log.warn(fields, 'webhook delivery failed')
-      return this.#report({ outcome: 'final' })
+      return this.#report({ ...result, outcome: 'final' })
     }
     this.#log.warn(fields, 'webhook delivery failed, will retry')
-    return this.#report({ outcome: 'retry', retryAfter: result.retryAfter })
+    return this.#report(result)
   }
 
   /** Tells the observer (metrics) how an attempt ended. */

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { Logger } from '../kernel/logger.js'
+import type { TraceCarrier } from '../kernel/tracing.js'
 import { within } from '../kernel/within.js'
 import { storeQuery } from '../postgres/query.js'
 import type { StoredTask } from '../tasks/store.js'
@@ -74,6 +75,8 @@ interface Claimed {
   webhook_id: string
   /** This attempt's number: 1 for the first. */
   attempts: number
+  /** The change's trace context (migration 7), when a span recorded it. */
+  trace: TraceCarrier | null
 }
 
 /**
@@ -102,12 +105,12 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
     this.#wake()
   }
 
-  async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[]): Promise<void> {
-    await storeQuery(this.#opts.pool, `INSERT INTO a2a_push_deliveries (task_id, version, config_id, state, body, webhook_id, due_at)
-      SELECT $1, $2, c.config_id, $3, c.body, c.webhook_id, a2a_now_ms() FROM unnest($4::text[], $5::text[], $6::text[]) AS c (config_id, body, webhook_id)
+  async add (taskId: string, version: number, state: string, bodyOf: (config: StoredPushConfig) => string, configs: StoredPushConfig[], trace?: TraceCarrier): Promise<void> {
+    await storeQuery(this.#opts.pool, `INSERT INTO a2a_push_deliveries (task_id, version, config_id, state, body, webhook_id, due_at, trace)
+      SELECT $1, $2, c.config_id, $3, c.body, c.webhook_id, a2a_now_ms(), $7::jsonb FROM unnest($4::text[], $5::text[], $6::text[]) AS c (config_id, body, webhook_id)
       ON CONFLICT (task_id, version, config_id) DO NOTHING`, [
       taskId, version, state, configs.map(config => config.id), configs.map(bodyOf),
-      configs.map(config => `msg_${deliveryJobId(taskId, version, config.id)}`)
+      configs.map(config => `msg_${deliveryJobId(taskId, version, config.id)}`), trace === undefined ? null : JSON.stringify(trace)
     ])
     this.#wake()
   }
@@ -144,7 +147,7 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
     if (this.#closed || room <= 0) return
     this.#claiming = true
     this.#again = false
-    storeQuery(this.#opts.pool, 'SELECT * FROM a2a_claim_deliveries($1, $2)', [Math.min(room, CLAIM_BATCH), this.#opts.lockMs]).then(({ rows }) => {
+    storeQuery(this.#opts.pool, 'SELECT * FROM a2a_claim_traced_deliveries($1, $2)', [Math.min(room, CLAIM_BATCH), this.#opts.lockMs]).then(({ rows }) => {
       this.#claiming = false
       if (this.#failing) this.#opts.log.info('webhook deliveries claimed again')
       this.#failing = false
@@ -180,7 +183,7 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
       const config = await store.get(taskId, row.config_id)
       const report = config === null
         ? undefined
-        : await notifier.attemptOnce({ taskId, config, body: row.body, state: row.state, id: row.webhook_id }, row.attempts)
+        : await notifier.attemptOnce({ taskId, config, body: row.body, state: row.state, id: row.webhook_id, trace: row.trace ?? undefined }, row.attempts)
       if (config === null) log.debug({ taskId, configId: row.config_id }, 'push config gone: delivery dropped')
       if (report?.outcome === 'retry') {
         await storeQuery(pool, 'UPDATE a2a_push_deliveries SET due_at = a2a_now_ms() + $2, locked_until = NULL WHERE id = $1',

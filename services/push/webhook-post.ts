@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type http from 'node:http'
 import type { Got } from 'got'
+import { injectTrace, type TraceCarrier } from '../kernel/tracing.js'
 import { VERSION } from '../kernel/version.js'
 import { signatureHeaders } from './signing.js'
 import type { StoredPushConfig } from './store.js'
@@ -20,7 +21,7 @@ export const USER_AGENT = `fastify-a2a-notifier/${VERSION}`
 /** Headers a config and the notifier set; `default_headers` cannot override them. */
 const RESERVED = new Set([
   'content-type', 'user-agent', 'x-a2a-notification-token', 'authorization', 'x-api-key',
-  'webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-length', 'host'
+  'webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-length', 'host', 'traceparent', 'tracestate'
 ])
 
 export interface Delivery {
@@ -30,6 +31,8 @@ export interface Delivery {
   readonly state: string
   /** Stable across the retries of this delivery (`webhook-id`). */
   readonly id: string
+  /** The trace context of the write that made the change, when a span recorded it: each attempt's span is its child. */
+  readonly trace?: TraceCarrier
 }
 
 /** `defaultHeaders` without the headers the notifier sets itself. */
@@ -37,7 +40,10 @@ export function unreserved (defaultHeaders: Record<string, string>): Record<stri
   return Object.fromEntries(Object.entries(defaultHeaders).filter(([name]) => !RESERVED.has(name.toLowerCase())))
 }
 
-/** The headers of an attempt: the defaults, the content type of the config's version, its token and credentials, the signature. */
+/**
+ * The headers of an attempt: the defaults, the content type of the config's version, its token and credentials, the
+ * signature, and the attempt span's `traceparent` when it records.
+ */
 export function deliveryHeaders (defaults: Record<string, string>, key: Buffer | undefined, delivery: Delivery): Record<string, string> {
   const { config } = delivery
   // Copied key by key: a spread followed by new keys is V8's slow path, on every attempt.
@@ -60,6 +66,7 @@ export function deliveryHeaders (defaults: Record<string, string>, key: Buffer |
   if (key !== undefined) {
     Object.assign(headers, signatureHeaders(key, delivery.id, Math.floor(Date.now() / 1000), delivery.body))
   }
+  injectTrace(headers)
   return headers
 }
 

@@ -1,4 +1,5 @@
 import type { Artifact, Task } from '../../schemas/task.js'
+import type { TraceCarrier } from '../kernel/tracing.js'
 
 /** A change to a task, as published to its subscribers. `task` is the whole snapshot after the change. */
 export type TaskEvent =
@@ -56,25 +57,29 @@ export interface TaskEventBus {
   /**
    * Asks whichever instance runs the task to abort its executor (CONTRACT.md §10, cancellation). In memory that is
    * this process; in Redis every instance hears it and the one running the task acts. `event`, the cancel's own
-   * change, reaches the `local` listeners of the task on the other instances.
+   * change, reaches the `local` listeners of the task on the other instances. The trace context active here goes
+   * with it (Redis, PostgreSQL), so that the instance that stops the run can show it in the canceller's trace.
    */
   requestAbort (taskId: string, event?: TaskEvent): void
-  /** Registers the handler of abort requests (the task service's). */
-  onAbortRequest (handler: (taskId: string) => void): void
+  /** Registers the handler of abort requests (the task service's); `trace`: the requester's trace context, if sent. */
+  onAbortRequest (handler: AbortHandler): void
   close (): Promise<void>
 }
+
+/** What hears an abort request: the task, and the trace context of the cancel that asked for it. */
+export type AbortHandler = (taskId: string, trace?: TraceCarrier) => void
 
 export class MemoryTaskEventBus implements TaskEventBus {
   /** Listeners per task, in subscription order. Nearly always one: the blocking wait or the stream of the task. */
   readonly #listeners = new Map<string, TaskEventListener[]>()
-  readonly #abortHandlers: Array<(taskId: string) => void> = []
+  readonly #abortHandlers: AbortHandler[] = []
   #count = 0
 
   requestAbort (taskId: string): void {
     for (const handler of this.#abortHandlers) handler(taskId)
   }
 
-  onAbortRequest (handler: (taskId: string) => void): void {
+  onAbortRequest (handler: AbortHandler): void {
     this.#abortHandlers.push(handler)
   }
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { StorageUnavailable } from '../kernel/errors.js'
 import type { Logger } from '../kernel/logger.js'
-import { MemoryTaskEventBus, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
+import { traceCarrier, type TraceCarrier } from '../kernel/tracing.js'
+import { MemoryTaskEventBus, type AbortHandler, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
 import type { TaskStatus } from '../../schemas/task.js'
 import type { TaskSince } from './postgres-store.js'
 import { isSettled } from './states.js'
@@ -56,7 +57,7 @@ export class PostgresTaskEventBus implements TaskEventBus {
   readonly #origin = randomUUID()
   readonly #opts: PostgresTaskEventBusOptions
   readonly #log: Logger
-  readonly #abortHandlers: Array<(taskId: string) => void> = []
+  readonly #abortHandlers: AbortHandler[] = []
   /** Task id → what its listeners here have had, while it has listeners. */
   readonly #seen = new Map<string, Followed>()
   readonly #reads = new Map<string, Reading>()
@@ -133,12 +134,13 @@ export class PostgresTaskEventBus implements TaskEventBus {
   requestAbort (taskId: string): void {
     // This instance's handlers at once; the others by the notice. (The cancel's own event went out with its write.)
     this.#abort(taskId)
-    this.#opts.notify(`${this.#origin} a 0 ${taskId}`).catch((err: unknown) => {
+    // The version's place carries the canceller's traceparent (instances of earlier releases read no version there).
+    this.#opts.notify(`${this.#origin} a ${traceCarrier()?.traceparent ?? '0'} ${taskId}`).catch((err: unknown) => {
       this.#log.warn({ err, taskId }, 'task abort request not published')
     })
   }
 
-  onAbortRequest (handler: (taskId: string) => void): void {
+  onAbortRequest (handler: AbortHandler): void {
     this.#abortHandlers.push(handler)
   }
 
@@ -207,12 +209,12 @@ export class PostgresTaskEventBus implements TaskEventBus {
     const [origin, kind, version, taskId] = String(message.payload).split(' ', 4)
     if (taskId === undefined || origin === this.#origin) return
     const followed = this.#seen.get(taskId)
-    if (kind === 'a') this.#abort(taskId)
+    if (kind === 'a') this.#abort(taskId, version === '0' ? undefined : { traceparent: version })
     else if (kind === 'e' && followed !== undefined) this.#read(taskId, followed, Number(version))
   }
 
-  #abort (taskId: string): void {
-    for (const handler of this.#abortHandlers) handler(taskId)
+  #abort (taskId: string, trace?: TraceCarrier): void {
+    for (const handler of this.#abortHandlers) handler(taskId, trace)
   }
 
   /**

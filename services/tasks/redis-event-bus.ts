@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { StorageUnavailable } from '../kernel/errors.js'
 import type { Logger } from '../kernel/logger.js'
+import { traceCarrier, type TraceCarrier } from '../kernel/tracing.js'
 import type { Artifact, Task } from '../../schemas/task.js'
-import { MemoryTaskEventBus, subscription, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
+import { MemoryTaskEventBus, subscription, type AbortHandler, type Subscription, type TaskEvent, type TaskEventBus, type TaskEventListener } from './event-bus.js'
 
 export interface RedisTaskEventBusOptions {
   /** Prefix of the channels: `<prefix>events:<taskId>` per task and `<prefix>abort` for cancellation. */
@@ -82,7 +83,7 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   readonly #log: Logger
   /** Task id → its SUBSCRIBE, acknowledged or failed (a failure is StorageUnavailable). */
   readonly #channels = new Map<string, Promise<void>>()
-  readonly #abortHandlers: Array<(taskId: string) => void> = []
+  readonly #abortHandlers: AbortHandler[] = []
   readonly #load: RedisTaskEventBusOptions['load']
   /** Task id → the task as this instance last saw it, while it listens to the task's channel. */
   readonly #bases = new Map<string, Base>()
@@ -199,13 +200,16 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
 
   requestAbort (taskId: string, event?: TaskEvent): void {
     // Every instance hears it, this one too: the one running the task aborts it, the others have nothing to do.
-    const message = `${this.#origin}${taskId}${event === undefined ? '' : '\n' + JSON.stringify(event)}`
+    const traceparent = traceCarrier()?.traceparent
+    let message = this.#origin + taskId
+    if (event !== undefined || traceparent !== undefined) message += '\n' + (event === undefined ? '' : JSON.stringify(event))
+    if (traceparent !== undefined) message += '\n' + traceparent
     this.#pub.publish(this.#abortChannel, message).catch((err: Error) => {
       this.#log.warn({ err, taskId }, 'task abort request not published')
     })
   }
 
-  onAbortRequest (handler: (taskId: string) => void): void {
+  onAbortRequest (handler: AbortHandler): void {
     this.#abortHandlers.push(handler)
   }
 
@@ -230,17 +234,20 @@ export class RedisTaskEventBus implements TaskEventBus, TaskEventAnnouncer {
   }
 
   /**
-   * An abort request: `<origin>\n<taskId>[\n<event JSON>]` (a bare task id from an instance of an earlier release).
-   * The cancel's event goes to this process's `local` listeners, then the handlers abort the run if it is here.
+   * An abort request: `<origin>\n<taskId>[\n<event JSON>[\n<traceparent>]]` (a bare task id from an instance of an
+   * earlier release; the event may be empty when a traceparent follows). The cancel's event goes to this process's
+   * `local` listeners, then the handlers abort the run if it is here.
    */
   #onAbort (message: string): void {
     let taskId = message
+    let trace: TraceCarrier | undefined
     if (message.length > ORIGIN_LENGTH && message[ORIGIN_LENGTH - 1] === '\n') {
-      const end = message.indexOf('\n', ORIGIN_LENGTH)
-      taskId = message.slice(ORIGIN_LENGTH, end < 0 ? undefined : end)
-      if (end >= 0 && !message.startsWith(this.#origin)) this.#deliverLocalOnly(taskId, message.slice(end + 1))
+      const [id, json = '', traceparent] = message.slice(ORIGIN_LENGTH).split('\n', 3)
+      taskId = id
+      if (json !== '' && !message.startsWith(this.#origin)) this.#deliverLocalOnly(taskId, json)
+      if (traceparent !== undefined) trace = { traceparent }
     }
-    for (const handler of this.#abortHandlers) handler(taskId)
+    for (const handler of this.#abortHandlers) handler(taskId, trace)
   }
 
   #deliverLocalOnly (taskId: string, json: string): void {

@@ -1,6 +1,7 @@
 import { newId } from '../kernel/ids.js'
 import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
+import { traced } from '../kernel/tracing.js'
 import type { Message, Task } from '../../schemas/task.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import type { AgentExecutor, AgentTools } from '../agent/executor.js'
@@ -78,8 +79,12 @@ export class TaskService {
     this.#housekeeping = new TaskHousekeeping({
       store, log, leases, now, runs: this.#runs, update: (id, mutate) => this.update(id, mutate), interruptedTtlMs: opts.interruptedTtlMs ?? Infinity
     })
-    // A cancel made on another instance reaches the one running the task here.
-    bus.onAbortRequest(id => this.#runs.stop(id))
+    // A cancel made on another instance reaches the one running the task here: a span of its own, in the canceller's
+    // trace when the request carried it.
+    bus.onAbortRequest((id, trace) => {
+      if (!this.#runs.running.has(id)) return
+      traced('a2a task abort', () => ({ 'a2a.task.id': id }), () => { this.#runs.stop(id) }, undefined, trace)
+    })
   }
 
   /** Number of tasks whose executor is running in this process. */

@@ -1,6 +1,8 @@
 // PostgresTaskEventBus (services/tasks/postgres-event-bus.ts) on a real PostgreSQL: two instances, each a bus and a
 // store on one migrated schema, passing events and abort requests by LISTEN/NOTIFY, reading what they were told of,
 // and catching up after their listening connection was cut.
+import { trace } from '@opentelemetry/api'
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import type pg from 'pg'
 import pino from 'pino'
 import t from 'tap'
@@ -13,6 +15,8 @@ import type { StoredTask } from '../../../services/tasks/store.js'
 import { logCapture, migratedSchema, testDatabase, until, type Teardown } from '../../helper.js'
 import { moved, record } from './store-contract.js'
 
+// Spans record in this file (an abort request carries the canceller's trace), with nowhere to go.
+new NodeTracerProvider().register()
 const databaseUrl = testDatabase(t)
 const log = pino({ level: 'silent' })
 
@@ -140,6 +144,22 @@ t.test('an abort request reaches every instance\'s handlers once, the requester\
   t.same(aborted, ['a t4'], 'the requester at once')
   await until(() => aborted.length === 3)
   t.same(aborted.sort(), ['a t4', 'b t4', 'c t4'])
+})
+
+t.test('an abort request made inside a span carries its traceparent to the other instances; one made outside, none', async t => {
+  const pool = await migratedSchema(t, await databaseUrl)
+  const a = await instance(t, pool)
+  const b = await instance(t, pool)
+  const heard: Array<[string, unknown]> = []
+  b.bus.onAbortRequest((id, carrier) => heard.push([id, carrier]))
+  const traceparent = trace.getTracer('test').startActiveSpan('cancel', span => {
+    a.bus.requestAbort('t5')
+    span.end()
+    return `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`
+  })
+  a.bus.requestAbort('t6')
+  await until(() => heard.length === 2)
+  t.same(heard, [['t5', { traceparent }], ['t6', undefined]])
 })
 
 t.test('a listening connection cut: subscriptions fail meanwhile; once back, what was written meanwhile is heard', async t => {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { trace } from '@opentelemetry/api'
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import pino from 'pino'
 import t from 'tap'
 import type { Task } from '../../../schemas/task.js'
@@ -8,6 +10,8 @@ import { redisDb, until, type Teardown } from '../../helper.js'
 
 // This file owns Redis db 7. Pub/sub channels are not per db, so every test takes its own random prefix.
 const DB = 7
+// Spans record in this file (an abort request carries the canceller's trace), with nowhere to go.
+new NodeTracerProvider().register()
 const log = pino({ level: 'silent' })
 
 function task (id: string): Task {
@@ -101,6 +105,28 @@ t.test('an abort request reaches every instance\'s handler', async t => {
   b.requestAbort('t9')
   await until(() => heard.length === 2)
   t.same(heard.sort(), ['a:t9', 'b:t9'])
+})
+
+t.test('an abort request made inside a span carries its traceparent, with or without the cancel\'s event', async t => {
+  const { client, a, b, keyPrefix } = await pair(t)
+  const heard: Array<[string, unknown]> = []
+  a.onAbortRequest((id, carrier) => heard.push([id, carrier]))
+  b.onAbortRequest(() => {})
+  await until(async () => Number((await client.pubsub('NUMSUB', `${keyPrefix}abort`))[1]) === 2)
+  const seen: string[] = []
+  const sub = a.subscribe('t2', e => seen.push(`${e.type}:${e.version}`), { local: true })
+  await sub.ready
+  const traceparent = trace.getTracer('test').startActiveSpan('cancel', span => {
+    b.requestAbort('t1')
+    b.requestAbort('t2', event('t2', 3))
+    span.end()
+    return `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`
+  })
+  b.requestAbort('t3', event('t3', 4))
+  await until(() => heard.length === 3)
+  t.same(heard, [['t1', { traceparent }], ['t2', { traceparent }], ['t3', undefined]])
+  t.same(seen, ['status:3'], 'the event before the traceparent still reaches the local listener')
+  sub()
 })
 
 t.test('a local listener hears its own process and the cancellations made elsewhere, at no subscription', async t => {
