@@ -111,3 +111,14 @@ function fail (span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: typeof message === 'string' ? message : undefined })
   span.end()
 }
+
+/**
+ * A span for what outlasts the call that starts it (a task's stream): a child of the span active here, not made
+ * active, ended by its owner. Undefined when it would not record: the owner then keeps nothing.
+ */
+export function openSpan (name: string, attributes: () => Attributes): Span | undefined {
+  const span = tracer.startSpan(name)
+  if (!span.isRecording()) return undefined
+  span.setAttributes(attributes())
+  return span
+}

@@ -1,6 +1,7 @@
 import type { Task } from '../../schemas/task.js'
 import { fromKept, type KeptEvent, type StoredTask } from './store.js'
 import { taskNotFound, type JsonRpcError } from '../kernel/errors.js'
+import { openSpan, type Span } from '../kernel/tracing.js'
 import { LOCAL, type Subscription, type TaskEvent, type TaskEventBus } from './event-bus.js'
 import { isSettled } from './states.js'
 
@@ -127,6 +128,10 @@ export class TaskEventStream {
   #final = false
   #ended = false
   #last: Task | null = null
+  /** Results the stream had to send (snapshots and events), for its span. */
+  #pushed = 0
+  /** Its span, while one records and the stream follows the task. */
+  #span: Span | undefined
 
   constructor (bus: TaskEventBus, taskId: string, opts: TaskEventStreamOptions) {
     this.taskId = taskId
@@ -135,6 +140,8 @@ export class TaskEventStream {
     this.#ids = opts.ids === true
     this.#stored = opts.stored
     this.#unsubscribe = bus.subscribe(taskId, this.#onEvent, opts.local === true ? LOCAL : undefined)
+    // The stream's own span, under the operation's (which ends once the stream is set up), until it stops following.
+    this.#span = openSpan('a2a stream', () => ({ 'a2a.task.id': taskId, 'a2a.stream.mode': opts.mode }))
   }
 
   /** Settles once live events reach this stream: read the snapshot after it. */
@@ -258,6 +265,12 @@ export class TaskEventStream {
   close (): void {
     this.#ended = true
     this.#unsubscribe()
+    const span = this.#span
+    if (span === undefined) return
+    this.#span = undefined
+    // `settled`: the task's last event reached the stream; `closed`: the consumer left first, or the task vanished.
+    span.setAttributes({ 'a2a.stream.results': this.#pushed, 'a2a.stream.end': this.#final ? 'settled' : 'closed' })
+    span.end()
   }
 
   readonly #onEvent = (event: TaskEvent): void => {
@@ -273,6 +286,7 @@ export class TaskEventStream {
   }
 
   #push (result: Result, final: boolean): void {
+    this.#pushed++
     if (final) {
       this.#final = true
       this.close()

@@ -9,13 +9,14 @@ import { createServer } from '../../server.js'
 import { validateConfig } from '../../services/config/load.js'
 import { V1_SERVICE } from '../../services/grpc/protos.js'
 import type { AgentExecutor } from '../../index.js'
-import { build, call, listenGrpc, logCapture, userMessage } from '../helper.js'
+import { build, call, listen, listenGrpc, logCapture, postStream, until, userMessage } from '../helper.js'
 import { grpcClients, unary } from './grpc-client.js'
 
 const exporter = new InMemorySpanExporter()
 new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).register()
 t.beforeEach(() => { exporter.reset() })
 
+const ms = ([seconds, nanos]: [number, number]): number => seconds * 1000 + nanos / 1e6
 const named = (prefix: string): ReadableSpan[] => exporter.getFinishedSpans().filter(span => span.name.startsWith(prefix))
 
 t.test('each operation is one span, named after its method, with its version, binding, principal and task', async t => {
@@ -122,6 +123,33 @@ t.test('an executor turn is a span inside its operation\'s, active for the execu
   t.same(states, ['in_progress', 'completed'], 'each change of state, in order')
 })
 
+t.test('a stream is a span of its own under its operation\'s, until it stops following the task: settled, or left by its consumer', async t => {
+  const executor: AgentExecutor = async function * (ctx) {
+    const text = ctx.message.parts[0].kind === 'text' ? ctx.message.parts[0].text : ''
+    if (text === 'hang') await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    yield 'one'
+    yield 'two'
+  }
+  const { app, url } = await listen(t, { executor })
+  const streamed = await postStream(url, { jsonrpc: '2.0', id: 1, method: 'message/stream', params: { message: userMessage('streamed') } })
+  const [operation] = named('a2a message/stream')
+  const [stream] = named('a2a stream')
+  t.equal(stream.parentSpanContext?.spanId, operation.spanContext().spanId, 'a child of the operation')
+  t.match(stream.attributes, { 'a2a.task.id': operation.attributes['a2a.task.id'], 'a2a.stream.mode': 'message', 'a2a.stream.end': 'settled', 'a2a.stream.results': streamed.events.length })
+  t.ok(ms(stream.endTime) >= ms(operation.endTime), 'it outlasts the operation')
+
+  // A consumer that leaves: the span ends then, as `closed`.
+  exporter.reset()
+  const controller = new AbortController()
+  const res = await fetch(url, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'message/stream', params: { message: userMessage('hang') } }) })
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+  await reader.read()
+  controller.abort()
+  await until(() => named('a2a stream').length === 1)
+  t.match(named('a2a stream')[0].attributes, { 'a2a.stream.end': 'closed' })
+  await until(() => app.a2aStreams.size === 0)
+})
+
 t.test('a traceparent the caller sends is the parent of the operation\'s span: JSON-RPC, a stream, HTTP+JSON and gRPC', async t => {
   const traceId = '0af7651916cd43dd8448eb211c80319c'
   const parentId = 'b7ad6b7169203331'
@@ -132,7 +160,7 @@ t.test('a traceparent the caller sends is the parent of the operation\'s span: J
   await app.inject({ method: 'POST', url: '/message:send', headers: { traceparent, 'a2a-version': '1.0' }, payload: { message: { role: 'ROLE_USER', messageId: 'r2', parts: [{ text: 'rest child' }] } } })
   const { v1 } = grpcClients(t, target)
   await unary(v1, 'SendMessage', { message: { role: 'ROLE_USER', messageId: 'g2', parts: [{ text: 'grpc child' }] } }, { traceparent })
-  const operations = named('a2a ')
+  const operations = named('a2a ').filter(span => span.attributes['rpc.system'] === 'a2a')
   t.same(operations.map(span => span.name).sort(), ['a2a SendMessage', 'a2a SendMessage', 'a2a message/send', 'a2a message/stream'])
   for (const span of operations) {
     t.equal(span.spanContext().traceId, traceId, `${span.name} (${String(span.attributes['a2a.binding'])}): the caller's trace`)
