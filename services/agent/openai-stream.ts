@@ -1,5 +1,6 @@
 // The server-sent events of a streamed OpenAI-compatible chat completion (`stream: true`): `data: <chunk JSON>`
-// events, each chunk's `choices[0].delta` holding content and tool-call fragments, ended by `data: [DONE]`.
+// events, each chunk's `choices[0].delta` holding content and tool-call fragments, ended by `data: [DONE]`. Asked with
+// `stream_options.include_usage`, a last chunk with no choices carries the token `usage`.
 // @see https://platform.openai.com/docs/api-reference/chat-streaming
 
 /** A tool call the model asked for; `arguments` is the JSON text it streamed, not yet parsed. */
@@ -15,6 +16,18 @@ export interface ModelReply {
   toolCalls: ModelToolCall[]
   /** `stop`, `length`, `tool_calls`, ...; null when the stream ended with `[DONE]` but gave none. */
   finishReason: string | null
+  /** The completion's `id`, when the chunks carry one. */
+  id?: string
+  /** The model that answered, as the chunks name it. */
+  model?: string
+  /** The tokens counted, when the stream reported them. */
+  usage?: ModelUsage
+}
+
+/** A completion's token counts (`usage.prompt_tokens` and `usage.completion_tokens`). */
+export interface ModelUsage {
+  inputTokens: number
+  outputTokens: number
 }
 
 /**
@@ -95,7 +108,7 @@ export async function * readChatStream (body: AsyncIterable<Uint8Array> | Iterab
   onRead: () => void): AsyncGenerator<string, ModelReply> {
   const decoder = new TextDecoder()
   const parser = new SseDataParser()
-  const state: StreamState = { content: '', calls: [], finishReason: null, done: false }
+  const state: StreamState = { content: '', calls: [], finishReason: null, done: false, about: {} }
   for await (const chunk of body) {
     onRead()
     const text = take(state, parser.push(decoder.decode(chunk, { stream: true })))
@@ -109,7 +122,7 @@ export async function * readChatStream (body: AsyncIterable<Uint8Array> | Iterab
   if (!state.done && state.finishReason === null) throw new ModelError('stream ended early', UNREADABLE_MESSAGE)
   const toolCalls = state.calls.filter(call => call !== undefined)
     .map((call, i) => call.id === '' ? { ...call, id: `call_${i}` } : call)
-  return { content: state.content, toolCalls, finishReason: state.finishReason }
+  return { content: state.content, toolCalls, finishReason: state.finishReason, ...state.about }
 }
 
 interface StreamState {
@@ -117,6 +130,8 @@ interface StreamState {
   calls: ModelToolCall[]
   finishReason: string | null
   done: boolean
+  /** What the chunks say about the completion (for its span): only what they said is set. */
+  about: Pick<ModelReply, 'id' | 'model' | 'usage'>
 }
 
 /** Applies the events of one read; returns their content text. */
@@ -135,6 +150,13 @@ function take (state: StreamState, events: string[]): string {
     }
     if (!isObject(chunk)) throw new ModelError('stream data is not an object', UNREADABLE_MESSAGE)
     if (chunk.error !== undefined) throw new ModelError('error reported in the stream', REPORTED_ERROR_MESSAGE)
+    if (typeof chunk.id === 'string' && chunk.id !== '') state.about.id = chunk.id
+    if (typeof chunk.model === 'string' && chunk.model !== '') state.about.model = chunk.model
+    // `usage` is null in the other chunks of a stream that asked for it.
+    const usage = isObject(chunk.usage) ? chunk.usage : {}
+    if (isCount(usage.prompt_tokens) && isCount(usage.completion_tokens)) {
+      state.about.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens }
+    }
     // A usage-only chunk has no choices; with `n` left at 1 there is one choice.
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
     if (!isObject(choice)) continue
@@ -160,6 +182,10 @@ function addFragment (calls: ModelToolCall[], fragment: unknown): void {
   const fn = isObject(fragment.function) ? fragment.function : {}
   if (typeof fn.name === 'string' && fn.name !== '') call.name = fn.name
   if (typeof fn.arguments === 'string') call.arguments += fn.arguments
+}
+
+function isCount (value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0
 }
 
 function isObject (value: unknown): value is Record<string, unknown> {

@@ -1,10 +1,11 @@
 import type { LlmConfig } from '../../schemas/config.js'
 import type { Part } from '../../schemas/task.js'
 import { RpcCode } from '../kernel/errors.js'
+import { activeSpanAttributes } from '../kernel/tracing.js'
 import type { AgentExecutor, ExecutionContext, ExecutorEvent } from './executor.js'
 import { streamChat } from './openai-client.js'
 import { ASK_USER, contextMessages, taskMessages, toolContent, type ChatMessage, type ToolResultRecord } from './openai-messages.js'
-import { ModelError, type ModelReply } from './openai-stream.js'
+import { ModelError, type ModelReply, type ModelUsage } from './openai-stream.js'
 import { ASK_USER_PROMPT, offeredTools, questionOf, runToolCall } from './openai-tools.js'
 
 export interface OpenAIExecutorOptions {
@@ -49,12 +50,16 @@ async function * converse (ctx: ExecutionContext, llm: LlmConfig): AsyncGenerato
     ...contextMessages(earlier ?? [], llm.history_tokens),
     ...taskMessages(ctx.task, ctx.message)
   ]
+  // The turn's span (`invoke_agent`, gen-AI agent conventions): the model, and the tokens of its calls so far.
+  activeSpanAttributes(() => ({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': llm.model }))
+  const usage: ModelUsage = { inputTokens: 0, outputTokens: 0 }
   // The last round shows the tools but lets the model call none (it has seen their results already).
   const ask = (round: number, separate: boolean) => relay(streamChat(llm, {
     messages, tools, toolChoice: round < llm.max_tool_rounds ? 'auto' : 'none'
   }, ctx.signal, ctx.log), separate)
   let round = 0
   let reply = yield * ask(round, false)
+  countUsage(usage, reply)
   let wrote = reply.content !== ''
   while (reply.toolCalls.length > 0) {
     if (round >= llm.max_tool_rounds) {
@@ -67,8 +72,17 @@ async function * converse (ctx: ExecutionContext, llm: LlmConfig): AsyncGenerato
       return
     }
     reply = yield * ask(++round, wrote)
+    countUsage(usage, reply)
     wrote ||= reply.content !== ''
   }
+}
+
+/** Adds a reply's tokens to the turn's, and sets the sums on the turn's span when it records. */
+function countUsage (usage: ModelUsage, reply: ModelReply): void {
+  if (reply.usage === undefined) return
+  usage.inputTokens += reply.usage.inputTokens
+  usage.outputTokens += reply.usage.outputTokens
+  activeSpanAttributes(() => ({ 'gen_ai.usage.input_tokens': usage.inputTokens, 'gen_ai.usage.output_tokens': usage.outputTokens }))
 }
 
 /** Passes the text on, a blank line before a round's first text when an earlier round of this turn wrote some. */

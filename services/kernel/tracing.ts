@@ -1,4 +1,4 @@
-import { SpanStatusCode, context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api'
+import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api'
 import { isThenable } from './maybe-promise.js'
 import { VERSION } from './version.js'
 
@@ -6,6 +6,8 @@ import { VERSION } from './version.js'
 // process registered: the standalone server's own when `telemetry.enabled`, a host app's when embedded. With none
 // registered, the API hands out spans that record nothing, and `isRecording()` keeps the attributes from being made.
 // Nothing else in the package imports `@opentelemetry/api`.
+
+export type { Attributes } from '@opentelemetry/api'
 
 const tracer = trace.getTracer('fastify-a2a', VERSION)
 
@@ -53,6 +55,53 @@ export function traced<T> (name: string, attributes: () => Attributes, fn: () =>
     fail(span, err)
     throw err
   }) as T
+}
+
+/**
+ * A CLIENT span named `name` around an outbound request read as a stream: it starts with the first read, each read
+ * runs with it active (the request's own spans, an HTTP instrumentation's, are its children), and it ends when the
+ * stream returns (`done` adds what the result says), throws (ERROR, as `traced`), or is left by its reader at a
+ * `yield` (`return()`, `throw()`: the stream is returned too). `attributes` is called only when the span records;
+ * with nothing recording, the stream is `stream()` itself.
+ */
+export async function * tracedStream<Y, R> (name: string, attributes: () => Attributes, stream: () => AsyncGenerator<Y, R>,
+  done?: (span: Span, result: R) => void): AsyncGenerator<Y, R> {
+  const parent = context.active()
+  const span = tracer.startSpan(name, { kind: SpanKind.CLIENT }, parent)
+  if (!span.isRecording()) return yield * stream()
+  span.setAttributes(attributes())
+  const active = trace.setSpan(parent, span)
+  const inner = context.with(active, stream)
+  let settled = false
+  const read = (): Promise<IteratorResult<Y, R>> => context.with(active, () => inner.next()).catch((err: unknown) => {
+    settled = true
+    fail(span, err)
+    throw err
+  })
+  try {
+    let next = await read()
+    while (next.done !== true) {
+      yield next.value
+      next = await read()
+    }
+    settled = true
+    succeed(span, next.value, done)
+    return next.value
+  } finally {
+    // Left at a `yield` by its reader: the stream it wraps is returned (its request ended), then the span ends.
+    if (!settled) await context.with(active, () => inner.return(undefined as never)).finally(() => span.end())
+  }
+}
+
+/** True when the span active here records: what only a trace needs (a longer request, a count) is worth asking then. */
+export function activeSpanRecords (): boolean {
+  return trace.getActiveSpan()?.isRecording() === true
+}
+
+/** Sets attributes on the span active here, when one records; `attributes` is called only then. */
+export function activeSpanAttributes (attributes: () => Attributes): void {
+  const span = trace.getActiveSpan()
+  if (span?.isRecording() === true) span.setAttributes(attributes())
 }
 
 /**

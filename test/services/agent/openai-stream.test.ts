@@ -43,6 +43,17 @@ t.test('content deltas are yielded per read, joined, and the reply holds the who
   t.equal(reads, 3, 'the stream is left at [DONE]')
 })
 
+t.test('the completion\'s id, model and token usage are read into the reply, the usage from its chunk with no choices', async t => {
+  const { texts, reply } = await read([
+    data({ id: 'chatcmpl-9', model: 'm-1', choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: null }], usage: null }),
+    data({ id: '', model: '', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+    data({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 1.5 } }),
+    data({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } }) + 'data: [DONE]\n\n'
+  ])
+  t.same(texts, ['ok'])
+  t.same(reply, { content: 'ok', toolCalls: [], finishReason: 'stop', id: 'chatcmpl-9', model: 'm-1', usage: { inputTokens: 7, outputTokens: 2 } })
+})
+
 t.test('a [DONE] in the middle of a read ends the reply there', async t => {
   const { reply } = await read([delta({ content: 'a' }) + 'data: [DONE]\n\n' + delta({ content: 'b' })])
   t.same(reply, { content: 'a', toolCalls: [], finishReason: null })

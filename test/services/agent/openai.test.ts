@@ -52,6 +52,7 @@ t.test('message/send completes with the whole streamed text; the request carries
   t.equal(headers.authorization, `Bearer ${KEY}`)
   t.equal(headers['content-type'], 'application/json')
   t.match(body, { model: 'test-model', stream: true, temperature: 0.7, max_tokens: 99, tool_choice: 'auto' })
+  t.notOk('stream_options' in body, 'no trace records (no SDK in this process): the request asks for no usage')
   t.equal(body.messages[0].role, 'system')
   t.match(body.messages[0].content, /^Be brief\.\n\nWhen you need more information from the user/)
   t.same(body.messages.slice(1), [{ role: 'user', content: 'hi there' }])
