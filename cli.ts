@@ -162,8 +162,11 @@ function portOf (values: Values, usage: string): number | undefined | null {
   return null
 }
 
-/** The codes of a start that fails for a reason to print in one line: the port, the database, its schema. */
-const START_FAILURES = new Set<unknown>(['A2A_ERR_LISTEN', 'A2A_ERR_POSTGRES', 'A2A_ERR_SCHEMA'])
+/**
+ * The codes of a start that fails for a reason to print in one line: the port, the database, its schema, a package
+ * `telemetry.enabled` needs.
+ */
+const START_FAILURES = new Set<unknown>(['A2A_ERR_LISTEN', 'A2A_ERR_POSTGRES', 'A2A_ERR_SCHEMA', 'A2A_ERR_TELEMETRY'])
 
 async function serve (values: Values): Promise<number> {
   const port = portOf(values, SERVE_USAGE)

@@ -6,6 +6,7 @@ import { stdSerializers, type Logger as PinoLogger, type SerializedError } from 
 import a2a from './index.js'
 import { restFallbacks } from './routes/rest-fallback.js'
 import { hostPort, listenFailure } from './services/serving/listen-failure.js'
+import type { Telemetry } from './services/serving/telemetry.js'
 import type { A2AConfig } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { LazyChildLogger } from './services/kernel/lazy-logger.js'
@@ -25,6 +26,8 @@ export interface ServerOptions {
    * `pretty` when stdout is a terminal outside CI and no `logStream` is given (the CLI's default), else `json`.
    */
   logFormat?: LogFormat
+  /** The OpenTelemetry SDK `startServer` started (`telemetry.enabled`): its HTTP instrumentation is registered first. */
+  telemetry?: Telemetry
 }
 
 /** Log paths that can carry secrets: censored even though we never log them on purpose (CONTRACT.md §9). */
@@ -50,6 +53,8 @@ const CONNECTIONS_CHECK_MS = 1_000
 const IDLE_MARGIN_S = 5
 /** Longer than the idle timeouts of the usual load balancers (60 s), so they close first. */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000
+/** How long the OpenTelemetry SDK may take to export its last spans once the app has closed; within FORCE_EXIT_MARGIN_MS. */
+const TELEMETRY_FLUSH_TIMEOUT_MS = 3_000
 
 /**
  * Pino's error serializer, less the stack of an error that only says Redis cannot be reached: ioredis' socket
@@ -131,6 +136,9 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
     }
   })
 
+  // Before any route: @fastify/otel wraps the routes as they are added (docs/operations.md, "Traces").
+  if (opts.telemetry !== undefined) await app.register(opts.telemetry.plugin)
+
   // Host-level handler of the standalone server: client errors pass through, server errors are masked.
   app.setErrorHandler(async function (err: FastifyError, request, reply) {
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 ? err.statusCode : 500
@@ -156,13 +164,30 @@ export async function createServer (config: A2AConfig, opts: ServerOptions = {})
  * the gRPC server); a close still running `shutdown_timeout` + 5 s later ends the process with exit code 1.
  */
 export async function startServer (config: A2AConfig, opts: ServerOptions = {}): Promise<FastifyInstance> {
-  const app = await createServer(config, opts)
+  // The SDK starts before the app is made, so that the app's requests are traced from the first; its packages are
+  // loaded only then.
+  const telemetry = config.telemetry.enabled
+    ? await (await import('./services/serving/telemetry.js')).startTelemetry(config.telemetry)
+    : undefined
+  const app = await createServer(config, { ...opts, telemetry })
+  // After the app: the spans of the last requests are exported before the process ends.
+  const flushTelemetry = async (): Promise<void> => {
+    if (telemetry === undefined) return
+    try {
+      if (!await telemetry.shutdown(TELEMETRY_FLUSH_TIMEOUT_MS)) {
+        app.log.warn({ timeoutMs: TELEMETRY_FLUSH_TIMEOUT_MS }, 'telemetry: the last spans were not exported in time')
+      }
+    } catch (err) {
+      app.log.warn({ err }, 'telemetry: the last spans could not be exported')
+    }
+  }
   const closeBudgetMs = config.server.shutdown_timeout * 1000 + FORCE_EXIT_MARGIN_MS
   const grace = closeWithGrace({ delay: closeBudgetMs }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught exception: the process shuts down, which a test cannot survive to check */
     if (err !== undefined) app.log.error({ err }, 'shutting down after an error')
     else app.log.info({ signal }, 'shutting down')
     await app.close()
+    await flushTelemetry()
   })
   let address: string
   try {
@@ -176,7 +201,7 @@ export async function startServer (config: A2AConfig, opts: ServerOptions = {}):
       app.log.error({ timeoutMs: closeBudgetMs }, 'close after a failed start did not finish: exiting')
       process.exit(1)
     }, closeBudgetMs).unref()
-    app.close().then(() => clearTimeout(force),
+    app.close().then(flushTelemetry).then(() => clearTimeout(force),
       /* c8 ignore next -- our close hooks log their failures and go on: Fastify's close does not reject */
       (closeErr: unknown) => app.log.error({ err: closeErr }, 'close after a failed start failed'))
     throw listenFailure(err, { address: hostPort(config.server.host, config.server.port), portHint: 'set server.port or PORT' })

@@ -302,6 +302,15 @@ export const ConfigSchema = Type.Object({
     })
   }),
   metrics: obj({ enabled: Bool(false) }),
+  /**
+   * Standalone server: OpenTelemetry's Node SDK, exporting spans as the `OTEL_*` environment variables say
+   * (docs/operations.md, "Traces"). `service_name` names the service in the spans' resource; without it, the env
+   * `OTEL_SERVICE_NAME`, else `fastify-a2a`. Embedded, the host's SDK (if any) receives the spans and this is ignored.
+   */
+  telemetry: obj({
+    enabled: Bool(false),
+    service_name: Type.Optional(Type.String({ minLength: 1 }))
+  }),
   console: obj({
     enabled: Type.Union([Type.Literal('auto'), Type.Boolean()], { default: 'auto' })
   })

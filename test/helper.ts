@@ -287,6 +287,8 @@ export async function serve (t: { teardown (fn: () => unknown): void, testdirNam
         const line = buf.slice(0, nl)
         buf = buf.slice(nl + 1)
         logs.push(line)
+        // Not every line is the log's (OTEL_TRACES_EXPORTER=console prints spans on stdout).
+        if (!line.startsWith('{"')) continue
         const entry = JSON.parse(line)
         if (entry.msg === 'agent serving') resolve(entry.address)
       }

@@ -285,6 +285,12 @@ metrics:
   # GET /metrics, Prometheus text, never authenticated. Off: the route answers 404 and nothing is measured.
   enabled: ${y(d.metrics.enabled)}
 
+telemetry:
+  # fastify-a2a serve: start OpenTelemetry's Node SDK, which exports spans as the OTEL_* env variables say
+  # (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318; OTEL_TRACES_EXPORTER=console prints them).
+  enabled: ${y(d.telemetry.enabled)}
+  # service_name: my-agent     # the service.name of the spans; default: $OTEL_SERVICE_NAME, else fastify-a2a
+
 console:
   # GET /console, the developer console: chat, live task list, a webhook sink for trying push; works offline.
   # auto: on while security is off; true: on with security too (its calls still need credentials); false: off.

@@ -3,7 +3,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { Logger } from '../kernel/logger.js'
 import type { Principal } from '../auth/principal.js'
 import { invalidParams } from '../kernel/errors.js'
-import { traced } from '../kernel/tracing.js'
+import { activeSpanRecords, traced } from '../kernel/tracing.js'
 import { isV10Method } from '../a2a/version.js'
 
 export type JsonRpcId = string | number | null
@@ -144,7 +144,9 @@ function tracedHandler (name: string, handler: MethodDefinition['handler']): Met
     'a2a.binding': ctx.binding ?? 'jsonrpc',
     'enduser.id': ctx.principal.id,
     ...idsOf(params)
-  }), () => handler(params, ctx), (span, result) => { span.setAttributes(idsOf(result)) }, ctx.headers)
+    // A span that records here is the HTTP server's (an instrumentation the app registered, `@fastify/otel` when the
+    // standalone server traces): it read the caller's trace context already, and is the parent.
+  }), () => handler(params, ctx), (span, result) => { span.setAttributes(idsOf(result)) }, activeSpanRecords() ? undefined : ctx.headers)
 }
 
 /** The task and context ids a method's params or result name (a task, a message, a push config), as span attributes. */
