@@ -10,10 +10,12 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   const compose = parse(readFileSync(root('docker-compose.yml'), 'utf8'), { merge: true })
   const nginx = readFileSync(root('deploy/nginx.conf'), 'utf8')
   const services = compose.services
-  t.same(Object.keys(services).sort(), ['agent-a', 'agent-b', 'lb', 'postgres', 'redis'])
+  t.same(Object.keys(services).sort(), ['agent-a', 'agent-b', 'jaeger', 'lb', 'postgres', 'redis'])
   t.equal(services.redis.ports, undefined, 'Redis publishes no host port')
   t.equal(services.postgres.ports, undefined, 'nor does PostgreSQL')
   t.same(services.postgres.profiles, ['postgres'], 'PostgreSQL starts only with its profile')
+  t.same(services.jaeger.profiles, ['tracing'], 'Jaeger starts only with its profile')
+  t.same(services.jaeger.ports, ['127.0.0.1:16686:16686'], 'its UI on this machine only')
 
   const upstream = [...nginx.matchAll(/^\s*server\s+([\w-]+):(\d+)/gm)].map(m => ({ host: m[1], port: Number(m[2]) }))
   t.same(upstream.map(u => u.host).sort(), ['agent-a', 'agent-b'], 'nginx balances over both agents')
@@ -29,6 +31,9 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
     t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent.yml:/config/agent.yml')))
     t.ok(services[name].volumes.some((v: string) => v.startsWith('./deploy/agent-postgres.yml:/config/agent-postgres.yml')))
     t.equal(services[name].image, 'fastify-a2a:local', `${name} runs the one image`)
+    // eslint-disable-next-line no-template-curly-in-string -- compose's own substitution, not a template
+    t.equal(env.A2A_TELEMETRY, '${A2A_COMPOSE_TRACING:-false}', `${name} traces only when the recipe says so`)
+    t.equal(env.OTEL_EXPORTER_OTLP_ENDPOINT, 'http://jaeger:4318', `${name} exports to the compose Jaeger's OTLP/HTTP port`)
     t.equal(services.lb.depends_on[name].condition, 'service_healthy', `nginx waits for ${name} to be healthy`)
   }
   t.equal(services['agent-a'].build, '.', 'built once, by agent-a')
@@ -46,6 +51,9 @@ t.test('docker-compose.yml, nginx.conf and deploy/agent.yml agree with each othe
   t.equal(config.tasks.backend, 'kvcache')
   t.equal(config.push_notifications.backend, 'kvcache')
   t.equal(config.services.cache.url, 'redis://redis:6379/0')
+  t.equal(config.telemetry.enabled, false, 'no traces unless asked')
+  const traced = await loadConfig({ file: root('deploy/agent.yml'), env: { A2A_TELEMETRY: 'true' }, cwd: root('.') })
+  t.equal(traced.config.telemetry.enabled, true, 'A2A_TELEMETRY=true turns them on')
   // The client cannot choose its address: nginx overwrites the header, and the agents trust that one hop only.
   t.match(nginx, /proxy_set_header X-Forwarded-For \$remote_addr;/)
   // The card follows the Host the client reached the agents by: it must keep its port.
