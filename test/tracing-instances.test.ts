@@ -172,3 +172,26 @@ for (const backend of backends) {
     t.match(aborts[0].attributes, { 'a2a.task.id': task.id })
   })
 }
+
+t.test('an attempt that cannot connect: ERROR with the error\'s code, and the port the scheme implies', async t => {
+  const config = await backends[0].config(t)
+  const base = config()
+  const app = await build(t, {
+    executor,
+    config: { ...base, push_notifications: { ...base.push_notifications, config: { ...base.push_notifications?.config, max_retries: 0 } } }
+  })
+  const task = await rpcCall(app, 'message/send', {
+    message: userMessage('nobody listens'),
+    // Nothing listens on 127.0.0.1:443 on the test machines.
+    configuration: { pushNotificationConfig: { url: 'https://127.0.0.1/hook' } }
+  }, callerTrace().traceparent)
+  await until(() => named('a2a push delivery').length === 2)
+  await until(async () => (await app.a2aNotifier.backlog()) === 0)
+  for (const attempt of named('a2a push delivery')) {
+    t.match(attempt, {
+      status: { code: SpanStatusCode.ERROR },
+      attributes: { 'a2a.task.id': task.id, 'a2a.push.outcome': 'final', 'server.port': 443, 'error.type': 'ECONNREFUSED' }
+    })
+    t.equal(attempt.attributes['http.response.status_code'], undefined, 'no answer, no status')
+  }
+})
