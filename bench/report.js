@@ -7,7 +7,10 @@ export const END = '<!-- bench:end -->'
 
 const ratio = (a, b) => (b > 0 ? Math.round((a / b) * 100) / 100 : 0)
 
-/** The targets of the issue, each `{ name, value, goal, pass }`; a target whose figures are missing is left out. */
+/**
+ * The targets of the issue, each `{ name, value, goal, pass }`, and figures reported beside them with no goal
+ * (`goal` null); a target whose figures are missing is left out.
+ */
 export /**
  * What an instance costs Redis, and how many instances one Redis can carry, from this run's figures: the Redis CPU
  * per send (measured on a throwaway redis-server) times the sends per second one instance did.
@@ -35,6 +38,7 @@ function checks (r) {
   const t = r.targets
   const out = []
   const add = (name, value, goal, pass) => out.push({ name, value, goal, pass })
+  const cpuEach = m => m.cpu / m.rps
   const rps = (id, load) => t[id]?.[load]?.rps
   if (rps('ours', 'send') !== undefined && rps('bare', 'send') !== undefined) {
     const v = ratio(rps('ours', 'send'), rps('bare', 'send'))
@@ -81,6 +85,20 @@ function checks (r) {
     const off = t.ours['stream-no-replay']
     const v = ratio(on.cpu / on.rps, off.cpu / off.rps)
     add('message/stream CPU per stream, events kept vs not', `${v}×`, '≤ 1.1×', v <= 1.1)
+  }
+  // What tracing costs message/send: with no SDK registered against a build whose tracing calls do nothing, measured
+  // in one process request by request (bench/tracing-cost.js: over HTTP the runs of one server differ by more than
+  // the 3% to tell apart), beside the control (the build against a copy of itself); and with the SDK and a no-op
+  // exporter against no SDK, CPU per request over HTTP, reported with no goal (it is the SDK's cost).
+  if (r.tracing !== undefined) {
+    const { ratio: v, control } = r.tracing
+    add('message/send with no SDK vs a build without tracing (in one process; the control: the build vs a copy of itself)',
+      `${v}× (control ${control}×)`, '≤ 1.03×', v <= 1.03)
+  }
+  if (t.ours?.send !== undefined && t.ours['send-otel'] !== undefined) {
+    const otel = t.ours['send-otel']
+    add('message/send with the SDK and a no-op exporter vs no SDK (CPU per request; req/s)',
+      `${ratio(cpuEach(otel), cpuEach(t.ours.send))}×; ${ratio(otel.rps, t.ours.send.rps)}×`, null, true)
   }
   if (t.ours?.push !== undefined && r.got !== undefined) {
     const v = ratio(t.ours.push.deliveries, r.got.deliveries)
@@ -132,6 +150,7 @@ function checks (r) {
 
 const LOADS = [
   ['send', 'message/send', 'req/s'],
+  ['send-otel', 'message/send with the OpenTelemetry SDK registered, a no-op exporter (bench/otel-noop.js)', 'req/s'],
   ['send-v1', 'SendMessage (A2A v1.0)', 'req/s'],
   ['send-rest', 'POST /message:send (A2A v1.0, HTTP+JSON)', 'req/s'],
   ['stream', 'message/stream', 'streams/s'],
@@ -181,6 +200,18 @@ export function markdown (r) {
     const ours = r.targets.ours?.send?.rps
     lines.push('The floor (`bench/floor.js`: the least an A2A `message/send` can do on Fastify, no target of its own) ' +
       `reached ${ratio(floor, bare)}× bare Fastify${ours === undefined ? '' : `; fastify-a2a reached ${ratio(ours, floor)}× the floor`}.`, '')
+  }
+  const spans = r.targets.ours?.spans?.['send-otel']
+  if (spans !== undefined) {
+    lines.push('The server with the OpenTelemetry SDK (`bench/otel-noop.js`: `NodeTracerProvider`, `BatchSpanProcessor`, ' +
+      `an exporter that answers success at once) ended ${spans.toLocaleString('en')} spans over its warm-up and runs.`, '')
+  }
+  if (r.tracing !== undefined) {
+    const c = r.tracing
+    lines.push(`Tracing with no SDK (\`bench/tracing-cost.js\`, in one process, ${c.rounds} rounds of ${c.batch} sends to each ` +
+      `build taking turns request by request): ${c.traced} µs per \`message/send\` against ${c.untraced} µs for the build ` +
+      `whose tracing calls do nothing, the median ratio of the rounds ${c.ratio}× (from ${Math.min(...c.ratios)}× to ` +
+      `${Math.max(...c.ratios)}×); the build against a copy of itself, ${c.control}×.`, '')
   }
   const grpcFloor = r.targets['bare-grpc']?.['send-grpc']
   const grpcOurs = r.targets.ours?.['send-grpc']
@@ -251,7 +282,8 @@ export function markdown (r) {
       `(${r.memory.rps} tasks/s): **${r.memory.rss} MB** RSS (\`tasks.max_tasks\` 10,000 bounds the memory store).`)
   }
   lines.push('', '### Targets (ratios from this run)', '', '| target | this run | goal | |', '| --- | --- | --- | --- |')
-  for (const c of checks(r)) lines.push(`| ${c.name} | ${c.value} | ${c.goal} | ${c.pass ? 'pass' : '**FAIL**'} |`)
+  // A figure with no goal is marked as reported: it never fails, and is not counted with the targets.
+  for (const c of checks(r)) lines.push(`| ${c.name} | ${c.value} | ${c.goal ?? '–'} | ${c.goal === null ? 'reported' : c.pass ? 'pass' : '**FAIL**'} |`)
   return lines.join('\n') + '\n'
 }
 

@@ -3,7 +3,9 @@
 // message/stream (undici, every stream read to the end), their A2A v1.0 twins SendMessage and SendStreamingMessage
 // (our server, over JSON-RPC, HTTP+JSON and gRPC), push end to end (against a local receiver, next to a bare
 // got client), and message/send and message/stream with tasks and push configs in Redis (a throwaway redis-server:
-// its command counts per request and its CPU). Writes the tables into BENCHMARKS.md (see bench/report.js).
+// its command counts per request and its CPU). What tracing costs: message/send with no SDK against a build without
+// it (bench/untraced.js, measured in one process by bench/tracing-cost.js), and with OpenTelemetry's SDK registered
+// (bench/otel-noop.js). Writes the tables into BENCHMARKS.md (see bench/report.js).
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
@@ -12,7 +14,7 @@
 // instead of a throwaway redis-server), --postgres URL (a PostgreSQL server for the postgres targets, each of which
 // makes and drops a database of its own, instead of a throwaway cluster), --out FILE, --json FILE.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +24,7 @@ import { gotLoad, grpcLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } 
 import { dropDatabase, freshDatabase, postgresCost, postgresServer } from './postgres.js'
 import { commandStats, monitorCommands, netInputBytes, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
+import { buildUntraced } from './untraced.js'
 
 const { values } = parseArgs({
   options: {
@@ -60,13 +63,15 @@ const API_KEY = 'bench-api-key-0123456789abcdef'
 
 /** The run's PostgreSQL server (`{ url, pid, stop }`), once a target needs it. */
 let postgres
+/** The run's build without tracing (`{ index, controlIndex, remove }`, bench/untraced.js), once a target needs it. */
+let untraced
 
 const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
 const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgresUrl) => {
-  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${postgresUrl !== undefined ? 'postgres' : redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}.yml`)
+  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${postgresUrl !== undefined ? 'postgres' : redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}${grpcPort !== undefined ? `-grpc-${grpcPort}` : ''}.yml`)
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
   // The agent of the `chunks` case.
   if (executor !== undefined) lines.splice(2, 0, `  executor: ${executor}`)
@@ -93,8 +98,11 @@ const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgre
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
-const ours = (secured, replay) => (port, redisUrl, grpcPort, postgresUrl) =>
-  [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort, undefined, postgresUrl), '--host', '127.0.0.1', '--port', String(port)]
+/** Our server's arguments; `cli`: another build's (the one without tracing), `preload`: node flags before it. */
+const ours = (secured, replay, cli = here('../dist/cli.js'), preload = []) => (port, redisUrl, grpcPort, postgresUrl) =>
+  [...nodeFlags, ...preload, cli, 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort, undefined, postgresUrl), '--host', '127.0.0.1', '--port', String(port)]
+/** Where the server with the SDK registered writes how many spans it ended (bench/otel-noop.js). */
+const SPANS_FILE = join(dir, 'otel-spans.txt')
 /** The `chunks` case's server: the chunky agent, tasks in memory or (`redisUrl`) in Redis. */
 const chunkServer = (port, redisUrl) =>
   [...nodeFlags, here('../dist/cli.js'), 'serve', '--config', ourConfig(false, redisUrl, true, undefined, here('./chunky-agent.js')), '--host', '127.0.0.1', '--port', String(port)]
@@ -110,15 +118,21 @@ const TARGETS = {
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
   // And the HTTP+JSON routes (POST /message:send, /message:stream) and gRPC, compared with JSON-RPC v1.0.
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.
-  // `stream-no-replay` goes to a second server, the same with `server.stream_replay.max_events: 0`, alive beside the
-  // first so that the two take turns: what keeping events for streams that resume costs, at the noise of one run.
+  // A twin's load goes to a server of its own, alive beside the first so that the two take turns, each with the same
+  // config (and a gRPC port of its own) but for what is compared, at the noise of one run:
+  // - `stream-no-replay`: `server.stream_replay.max_events: 0`, what keeping events for streams that resume costs;
+  // - `send-otel`: OpenTelemetry's SDK registered with a no-op exporter (bench/otel-noop.js), what recording costs.
   ours: {
     label: 'fastify-a2a, security off',
     args: ours(false),
-    loads: [['send', 'send-v1', 'send-rest', 'send-grpc'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest', 'stream-grpc'], 'push'],
+    loads: [['send', 'send-otel', 'send-v1', 'send-rest', 'send-grpc'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest', 'stream-grpc'], 'push'],
     memory: true,
     grpc: true,
-    noReplay: ours(false, false)
+    untraced: true,
+    twins: {
+      'stream-no-replay': { args: ours(false, false) },
+      'send-otel': { args: ours(false, true, undefined, ['--import', here('./otel-noop.js')]), spans: SPANS_FILE }
+    }
   },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
   // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
@@ -207,16 +221,22 @@ async function runTarget (id, hook) {
     await redis?.stop()
     throw err
   }
-  // The twin with no stream replay, when the target compares with it.
-  let twin
-  if (target.noReplay !== undefined) {
-    const port = await freePort()
-    try {
-      twin = await start(target.noReplay(port), port, readyWith(target.headers), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
-    } catch (err) {
-      for (const one of servers) await one.stop()
-      throw err
+  // The twins, by load, when the target compares with them.
+  const twins = {}
+  try {
+    for (const [load, twin] of Object.entries(target.twins ?? {})) {
+      const port = await freePort()
+      const env = { LOG_LEVEL: 'warn', A2A_CONFIG: '' }
+      if (twin.spans !== undefined) {
+        rmSync(twin.spans, { force: true })
+        env.A2A_BENCH_SPANS = twin.spans
+      }
+      twins[load] = await start(twin.args(port, undefined, grpcPort === undefined ? undefined : await freePort()), port, readyWith(target.headers), env)
     }
+  } catch (err) {
+    for (const one of [...servers, ...Object.values(twins)]) await one.stop()
+    await redis?.stop()
+    throw err
   }
   // One server, or several behind the load's own round-robin: their pids and URLs as lists.
   const server = servers.length === 1 ? servers[0] : { url: servers.map(one => one.url), stop: async () => { for (const one of servers) await one.stop() } }
@@ -231,7 +251,8 @@ async function runTarget (id, hook) {
       stream: seconds => streamLoad(server.url, { ...opts, seconds }),
       'stream-v1': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage' }),
       'stream-rest': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage', rest: true }),
-      'stream-no-replay': seconds => streamLoad(twin.url, { ...opts, seconds }),
+      'stream-no-replay': seconds => streamLoad(twins['stream-no-replay'].url, { ...opts, seconds }),
+      'send-otel': seconds => sendLoad(twins['send-otel'].url, { ...opts, seconds }),
       'send-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds }),
       'stream-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds, stream: true }),
       push: seconds => pushLoad(server.url, hook, { ...opts, seconds })
@@ -239,7 +260,7 @@ async function runTarget (id, hook) {
     for (const entry of target.loads) {
       const group = Array.isArray(entry) ? entry : [entry]
       log(`${id} ${group.join(', ')}`)
-      const measured = await measureTogether(pid, group.map(load => loads[load]), true, group.map(load => load === 'stream-no-replay' ? twin.child.pid : pid))
+      const measured = await measureTogether(pid, group.map(load => loads[load]), true, group.map(load => twins[load]?.child.pid ?? pid))
       group.forEach((load, i) => { row[load] = measured[i] })
     }
     if (redis !== undefined) {
@@ -265,10 +286,18 @@ async function runTarget (id, hook) {
       await settle()
       memory = { tasks: settings.tasks, rps, errors: sent.errors, rss: Math.round(rssMb(pid)) }
     }
+    // The SDK's twin made its spans (counted when it exits), else its figures say nothing of what tracing costs.
+    for (const [load, twin] of Object.entries(target.twins ?? {})) {
+      if (twin.spans === undefined) continue
+      await twins[load].stop()
+      const spans = existsSync(twin.spans) ? Number(readFileSync(twin.spans, 'utf8')) : 0
+      if (!(spans > 0)) throw new Error(`${id} ${load}: the server with the SDK registered ended no span (bench/otel-noop.js)`)
+      row.spans = { ...row.spans, [load]: spans }
+    }
     return { row, memory }
   } finally {
     await server.stop()
-    await twin?.stop()
+    for (const twin of Object.values(twins)) await twin.stop()
     await redis?.stop()
     if (postgresUrl !== undefined) await dropDatabase(postgres.url, database)
   }
@@ -350,6 +379,23 @@ async function chunksCase () {
   return out
 }
 
+/**
+ * What the tracing calls cost message/send with no SDK (bench/tracing-cost.js): the build against the one without
+ * tracing, then, as the control, against a plain copy of itself. `{ rounds, batch, traced, untraced, ratio, ratios,
+ * control }`.
+ */
+function tracingCost () {
+  const rounds = quick ? 3 : 15
+  const batch = quick ? 300 : 2000
+  const run = other => {
+    const child = spawnSync(process.execPath, ['--expose-gc', here('./tracing-cost.js'), here('../dist/index.js'), other, String(rounds), String(batch)], { encoding: 'utf8' })
+    if (child.status !== 0) throw new Error(`bench/tracing-cost.js failed: ${child.stderr}`)
+    return JSON.parse(child.stdout)
+  }
+  const cost = run(untraced.index)
+  return { ...cost, control: run(untraced.controlIndex).ratio }
+}
+
 async function main () {
   const started = Date.now()
   const hook = await receiver()
@@ -368,6 +414,10 @@ async function main () {
       log('PostgreSQL')
       postgres = await postgresServer(values.postgres)
     }
+    if (ids.some(id => TARGETS[id]?.untraced === true)) {
+      log('a build without tracing')
+      untraced = await buildUntraced()
+    }
     for (const id of ids) {
       if (id === 'chunks') {
         results.chunks = await chunksCase()
@@ -378,6 +428,8 @@ async function main () {
       results.targets[id] = row
       if (memory !== undefined) results.memory = memory
       if (id === 'ours') {
+        log('tracing cost, in one process')
+        results.tracing = tracingCost()
         log('got baseline')
         // No warm-up: each run is a fresh client process, which warms itself before it counts.
         results.got = await measure(null, seconds => gotLoad(hook, { connections: settings.connections, seconds }, watch), false)
@@ -386,6 +438,7 @@ async function main () {
   } finally {
     await hook.close()
     await postgres?.stop()
+    untraced?.remove()
     rmSync(dir, { recursive: true, force: true })
   }
   results.seconds = Math.round((Date.now() - started) / 1000)

@@ -10,13 +10,17 @@ const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 
 t.ok(existsSync(CLI), 'dist/cli.js exists (run `npm run build` first)')
 
+// The quickest run of every target starts 17 servers (ours and its three twins among them): 60 s on an idle
+// 2-core machine, past 90 s when other test files share it, more than tap's 120 s per file leaves for the three tests.
+t.setTimeout(240_000)
+
 t.test('the quickest bench run writes a results file and a report with every figure and target', async t => {
   const dir = t.testdir({ 'BENCHMARKS.md': '# Benchmarks\n\nKept text.\n\n<!-- bench:start -->\nold figures\n<!-- bench:end -->\n\nKept too.\n' })
   const args = [RUN, '--quick', '--seconds', '0.3', '--warmup', '0.1', '--runs', '1', '--connections', '4', '--tasks', '50', '--idle', '0.2',
     '--json', `${dir}/results.json`, '--out', `${dir}/BENCHMARKS.md`]
   // The servers record no coverage: which branches a load reaches depends on timing (the in-process tests cover them).
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-  const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args.slice(1)], { env, timeoutMs: 100_000 })
+  const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args.slice(1)], { env, timeoutMs: 160_000 })
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
@@ -39,10 +43,16 @@ t.test('the quickest bench run writes a results file and a report with every fig
     for (const load of ['send', 'stream', 'push']) t.equal(results.targets[id][load].errors, 0, `${id} ${load} errors`)
     t.ok(results.targets[id].push.deliveries > 0, `${id} push deliveries arrived`)
   }
-  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay']) {
+  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay', 'send-otel']) {
     t.match(results.targets.ours[load], figures, `ours ${load}`)
     t.equal(results.targets.ours[load].errors, 0, `ours ${load} errors`)
   }
+  // The twin with the SDK registered recorded the spans it was there for.
+  t.ok(results.targets.ours.spans?.['send-otel'] > 0, 'the server with the SDK ended spans')
+  // What tracing costs with no SDK, in one process: both builds answered every send (the tool throws otherwise), and
+  // the control ran.
+  t.match(results.tracing, { rounds: 3, batch: 300, traced: Number, untraced: Number, ratio: Number, control: Number })
+  t.equal(results.tracing.ratios.length, 3)
   // The Redis target: its loads, and what its sends cost a throwaway redis-server.
   for (const load of ['send', 'stream']) {
     t.match(results.targets['ours-redis'][load], figures, `ours-redis ${load}`)
@@ -77,7 +87,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### PostgreSQL: what a send costs the database', '### Streamed chunks', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### message/send with the OpenTelemetry SDK registered', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### PostgreSQL: what a send costs the database', '### Streamed chunks', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
@@ -89,8 +99,13 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /\| 500 streamed chunks on Redis vs memory \| [\d.]+× \| ≤ 3× \|/)
   t.match(report, /\| SendMessage on PostgreSQL vs @a2a-js\/sdk 1\.3 on PostgreSQL \| [\d.]+× \| ≥ 3× \|/)
   t.match(report, /\| message\/send on PostgreSQL vs on Redis \| [\d.]+× \| ≥ 0\.5× \|/)
-  // Twenty-seven targets, each with a verdict.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 27)
+  t.match(report, /\| message\/send with no SDK vs a build without tracing \(in one process; the control: the build vs a copy of itself\) \| [\d.]+× \(control [\d.]+×\) \| ≤ 1\.03× \|/)
+  t.match(report, /^Tracing with no SDK \(`bench\/tracing-cost\.js`, in one process, 3 rounds of 300 sends .*; the build against a copy of itself, [\d.]+×\.$/m)
+  t.match(report, /^The server with the OpenTelemetry SDK \(`bench\/otel-noop\.js`.*\) ended [\d,]+ spans over its warm-up and runs\.$/m)
+  // Twenty-eight targets, each with a verdict, and one figure reported with no goal.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 28)
+  t.match(report, /^\| message\/send with the SDK and a no-op exporter vs no SDK \(CPU per request; req\/s\) \| [\d.]+×; [\d.]+× \| – \| reported \|$/m)
+  t.equal(report.match(/\| reported \|$/gm)?.length, 1)
 })
 
 t.test('--node-options reaches our server and no other', async t => {
@@ -103,8 +118,9 @@ t.test('--node-options reaches our server and no other', async t => {
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
   const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args], { env, timeoutMs: 100_000 })
   t.equal(code, 0, stdout)
-  // Our server and its twin with no stream replay (the `ours` target's pair): no other process got them.
-  t.same(readFileSync(marker, 'utf8').trim().split('\n'), [CLI, CLI], 'only dist/cli.js ran with the flags')
+  // Our server and its twins (no stream replay, the SDK registered): no other process got them.
+  const started = readFileSync(marker, 'utf8').trim().split('\n')
+  t.same(started, [CLI, CLI, CLI], 'three servers ran with the flags, each dist/cli.js')
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.equal(results.targets.ours.send.errors, 0, 'our server answered with the flags on')
   t.match(results.command, /--node-options/)
