@@ -150,6 +150,26 @@ t.test('a stream is a span of its own under its operation\'s, until it stops fol
   await until(() => app.a2aStreams.size === 0)
 })
 
+t.test('a cancel is a span of its own, with the canceled state as its event; the turn it stopped ends with that state', async t => {
+  const executor: AgentExecutor = async function * (ctx) {
+    await new Promise<void>(resolve => ctx.signal.addEventListener('abort', () => resolve()))
+    yield 'too late'
+  }
+  const app = await build(t, { executor })
+  const sent = await call(app, 'message/send', { message: userMessage('hang'), configuration: { blocking: false } })
+  const id = sent.body.result.id
+  await until(() => app.a2aTasks.running === 1)
+  t.equal((await call(app, 'tasks/cancel', { id })).body.result.status.state, 'canceled')
+  await until(() => named('invoke_agent').length === 1)
+  const [cancel] = named('a2a tasks/cancel')
+  t.match(cancel.attributes, { 'rpc.method': 'tasks/cancel', 'a2a.task.id': id })
+  t.match(cancel.events.map(event => event.attributes), [{ 'a2a.task.id': id, 'a2a.task.state': 'canceled' }], 'the change it wrote')
+  const [turn] = named('invoke_agent')
+  t.equal(turn.parentSpanContext?.spanId, named('a2a message/send')[0].spanContext().spanId, 'the turn hangs under the send that started it')
+  t.equal(turn.attributes['a2a.task.state'], 'canceled')
+  t.equal(named('a2a task abort').length, 0, 'one instance: the run is stopped where the cancel is made, with no request')
+})
+
 t.test('a traceparent the caller sends is the parent of the operation\'s span: JSON-RPC, a stream, HTTP+JSON and gRPC', async t => {
   const traceId = '0af7651916cd43dd8448eb211c80319c'
   const parentId = 'b7ad6b7169203331'
