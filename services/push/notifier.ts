@@ -65,11 +65,15 @@ export interface Attempted extends AttemptResult {
   server?: URL
 }
 
+/** `server.port` of a URL that names none (the URL policy allows http and https only). */
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 }
+
 /** What the attempt's span says of its end: the receiver's answer, the outcome, and ERROR unless it was delivered. */
 function endAttemptSpan (span: Span, result: Attempted): void {
   span.setAttribute('a2a.push.outcome', result.outcome)
   if (result.server !== undefined) {
-    span.setAttributes({ 'server.address': result.server.hostname, 'server.port': Number(result.server.port || (result.server.protocol === 'https:' ? 443 : 80)) })
+    const { hostname, port, protocol } = result.server
+    span.setAttributes({ 'server.address': hostname, 'server.port': Number(port || DEFAULT_PORTS[protocol]) })
   }
   if (result.status !== undefined) span.setAttribute('http.response.status_code', result.status)
   if (result.outcome !== 'delivered') spanFailed(span, result.code ?? String(result.status), `webhook delivery ${result.outcome}`)
