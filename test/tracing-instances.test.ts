@@ -11,6 +11,9 @@ import t, { type Test } from 'tap'
 import type { A2AConfigInput } from '../index.js'
 import { build, postgresSchema, privateRedis, receiver, testDatabase, until, userMessage, type Receiver } from './helper.js'
 import { executor } from './scale-out-scenarios.js'
+import { storedTask } from './crash-scenarios.js'
+import type { PushConfigStore } from '../services/push/store.js'
+import type { StoredTask, TaskStore } from '../services/tasks/store.js'
 
 const exporter = new InMemorySpanExporter()
 new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).register()
@@ -195,3 +198,51 @@ t.test('an attempt that cannot connect: ERROR with the error\'s code, and the po
     t.equal(attempt.attributes['http.response.status_code'], undefined, 'no answer, no status')
   }
 })
+
+/**
+ * A writer that dies once its change is in the outbox: the stores an instance of `backend` would use, on the backend
+ * `config` names, and nothing to queue the deliveries.
+ */
+async function deadWriter (t: Test, backend: string, config: A2AConfigInput): Promise<{ tasks: TaskStore, push: PushConfigStore }> {
+  if (backend === 'Redis') {
+    const { Redis } = await import('ioredis')
+    const { RedisTaskStore } = await import('../services/tasks/redis-store.js')
+    const { RedisPushConfigStore } = await import('../services/push/redis-store.js')
+    const client = new Redis(String(config.services?.cache?.url))
+    t.teardown(() => client.disconnect())
+    return {
+      tasks: new RedisTaskStore(client, { keyPrefix: 'a2a:task:', ttlSeconds: 3600, leaseTtlMs: 500, pushKeyPrefix: 'a2a:push:' }),
+      push: new RedisPushConfigStore(client, { keyPrefix: 'a2a:push:' })
+    }
+  }
+  const { default: pg } = await import('pg')
+  const { PostgresTaskStore } = await import('../services/tasks/postgres-store.js')
+  const { PostgresPushConfigStore } = await import('../services/push/postgres-store.js')
+  const pool = new pg.Pool({ connectionString: String(config.services?.postgres?.url), max: 2 })
+  t.teardown(() => pool.end())
+  return { tasks: new PostgresTaskStore(pool, { ttlSeconds: 3600, leaseTtlMs: 500, pushOutbox: true }), push: new PostgresPushConfigStore(pool) }
+}
+
+for (const backend of backends.filter(b => b.shared)) {
+  t.test(`${backend.name}: a change relayed from the push outbox after its writer died is delivered in the writer's trace`, async t => {
+    const config = await backend.config(t)
+    const hook = await receiver(t)
+    // The app migrates the schema and takes the leases that lapse; started first, it relays what the writer leaves.
+    const shared = config({ tasks: { ...config().tasks, lease_ttl: 0.5 } })
+    const app = await build(t, { executor, config: shared })
+    const dead = await deadWriter(t, backend.name, shared)
+    const writer = callerTrace()
+    await dead.push.put('t-1', { url: `${hook.url}/hook` }, { maxPerTask: 10 })
+    await dead.tasks.insert(storedTask('t-1', 'submitted', 1))
+    const change: StoredTask = { ...storedTask('t-1', 'in_progress', 2), trace: { traceparent: writer.traceparent } }
+    t.equal(await dead.tasks.replace(change), 'outbox', 'the change is in the outbox, with its trace')
+    await until(() => hook.received.some(r => r.body?.status?.state === 'in_progress'), 1000)
+    await until(() => named('a2a push delivery').some(span => span.attributes['a2a.task.state'] === 'in_progress'))
+    const attempt = named('a2a push delivery').find(span => span.attributes['a2a.task.state'] === 'in_progress') as ReadableSpan
+    t.equal(attempt.spanContext().traceId, writer.traceId, 'in the dead writer\'s trace')
+    t.equal(attempt.parentSpanContext?.spanId, writer.spanId, 'under the span that wrote the change')
+    // The reaper fails the task its writer left: a change of its own, delivered too.
+    await until(() => hook.received.some(r => r.body?.status?.state === 'failed'), 1000)
+    await until(async () => (await app.a2aNotifier.backlog()) === 0)
+  })
+}

@@ -167,8 +167,9 @@ export class WebhookNotifier {
     const { task } = record
     // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
     if (!recovered && !this.#taskChains.has(task.id) && (configs ?? this.#opts.store.holds?.(task.id)) === false) return
-    // The span of the write that made the change (an executor turn, an operation), for the deliveries' own spans.
-    const trace = traceCarrier()
+    // The span of the write that made the change (an executor turn, an operation), for the deliveries' own spans: as
+    // the record keeps it (a change relayed from the outbox), else the one active here.
+    const trace = record.trace ?? traceCarrier()
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]

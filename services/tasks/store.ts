@@ -1,5 +1,6 @@
 import type { Artifact, Task, TaskState, TaskStatus } from '../../schemas/task.js'
 import type { TaskEvent } from './event-bus.js'
+import type { TraceCarrier } from '../kernel/tracing.js'
 
 /** A task as stored, with what only the server knows about it. Immutable: see `TaskStore`, "Records". */
 export interface StoredTask {
@@ -12,6 +13,12 @@ export interface StoredTask {
   readonly createdAt: number
   /** When the last write was made, ms since the epoch: interrupted tasks are canceled counting from it. */
   readonly updatedAt: number
+  /**
+   * The trace context of the write that made this version, when a span recorded it (absent otherwise). It goes with
+   * the record into the push outbox, so that a change whose writer died before queueing its webhooks is delivered in
+   * its trace by the instance that relays it.
+   */
+  readonly trace?: TraceCarrier
 }
 
 /** What a task event keeps of itself for streams that resume: what its encoders need. */
@@ -252,5 +259,6 @@ export type ReplaceOutcome = boolean | 'outbox'
  * JSON.parse keeps it).
  */
 export function recordTail (record: StoredTask): string {
-  return `,"owner":${JSON.stringify(record.owner)},"version":${record.version},"createdAt":${record.createdAt},"updatedAt":${record.updatedAt}}`
+  const trace = record.trace === undefined ? '' : `,"trace":${JSON.stringify(record.trace)}`
+  return `,"owner":${JSON.stringify(record.owner)},"version":${record.version},"createdAt":${record.createdAt},"updatedAt":${record.updatedAt}${trace}}`
 }

@@ -1,7 +1,7 @@
 import { newId } from '../kernel/ids.js'
 import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
-import { traced } from '../kernel/tracing.js'
+import { traceCarrier, traced } from '../kernel/tracing.js'
 import type { Message, Task } from '../../schemas/task.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import type { AgentExecutor, AgentTools } from '../agent/executor.js'
@@ -211,7 +211,9 @@ export class TaskService {
       history: [historyEntry(message, id, contextId)],
       metadata: metadata ?? null
     }
-    return { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
+    const trace = traceCarrier()
+    const record = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
+    return trace === undefined ? record : { ...record, trace }
   }
 
   #insert (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): MaybePromise<StoredTask> {

@@ -2,7 +2,7 @@ import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
 import type { Task, TaskState } from '../../schemas/task.js'
 import { RunStorageFailure, TaskConflict, TaskNotFound } from '../kernel/errors.js'
-import { spanEvent } from '../kernel/tracing.js'
+import { spanEvent, traceCarrier } from '../kernel/tracing.js'
 import type { TaskEvent, TaskEventBus } from './event-bus.js'
 import { eventOf, type ChunkSlot, type Mutation } from './mutations.js'
 import type { ReplaceOutcome, StoredTask, TaskStore } from './store.js'
@@ -130,9 +130,11 @@ export class TaskWriter {
     return this.#retried(id, mutate, slot)
   }
 
-  /** The record that follows `current` with `task`: the next version, stamped now. */
+  /** The record that follows `current` with `task`: the next version, stamped now (and traced, when a span records). */
   next (current: StoredTask, task: Task): StoredTask {
-    return { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
+    const trace = traceCarrier()
+    const record = { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
+    return trace === undefined ? record : { ...record, trace }
   }
 
   /**
