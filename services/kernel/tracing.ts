@@ -7,11 +7,9 @@ import { VERSION } from './version.js'
 // registered, the API hands out spans that record nothing, and `isRecording()` keeps the attributes from being made.
 // Nothing else in the package imports `@opentelemetry/api`.
 
-export type { Attributes } from '@opentelemetry/api'
+export type { Attributes, Span } from '@opentelemetry/api'
 
 const tracer = trace.getTracer('fastify-a2a', VERSION)
-
-export type { Span } from '@opentelemetry/api'
 
 /**
  * The W3C trace context (`traceparent`, and `tracestate` when there is one) of a span, as kept with work done later
@@ -93,15 +91,31 @@ export async function * tracedStream<Y, R> (name: string, attributes: () => Attr
   }
 }
 
+/** The span active here, when it records (with no SDK registered, none does). */
+function recordingSpan (): Span | undefined {
+  const span = trace.getActiveSpan()
+  return span?.isRecording() === true ? span : undefined
+}
+
 /** True when the span active here records: what only a trace needs (a longer request, a count) is worth asking then. */
 export function activeSpanRecords (): boolean {
-  return trace.getActiveSpan()?.isRecording() === true
+  return recordingSpan() !== undefined
 }
 
 /** Sets attributes on the span active here, when one records; `attributes` is called only then. */
 export function activeSpanAttributes (attributes: () => Attributes): void {
-  const span = trace.getActiveSpan()
-  if (span?.isRecording() === true) span.setAttributes(attributes())
+  recordingSpan()?.setAttributes(attributes())
+}
+
+/**
+ * A span for what outlasts the call that starts it (a task's stream): a child of the span active here, not made
+ * active, ended by its owner. Undefined when it would not record: the owner then keeps nothing.
+ */
+export function openSpan (name: string, attributes: () => Attributes): Span | undefined {
+  const span = tracer.startSpan(name)
+  if (!span.isRecording()) return undefined
+  span.setAttributes(attributes())
+  return span
 }
 
 /**
@@ -109,8 +123,7 @@ export function activeSpanAttributes (attributes: () => Attributes): void {
  * then.
  */
 export function spanEvent (name: string, attributes: () => Attributes): void {
-  const span = trace.getActiveSpan()
-  if (span?.isRecording() === true) span.addEvent(name, attributes())
+  recordingSpan()?.addEvent(name, attributes())
 }
 
 /**
@@ -118,7 +131,7 @@ export function spanEvent (name: string, attributes: () => Attributes): void {
  * with it as `traced`'s `carrier`); undefined when no span records, so that nothing is kept for nothing.
  */
 export function traceCarrier (): TraceCarrier | undefined {
-  if (trace.getActiveSpan()?.isRecording() !== true) return undefined
+  if (recordingSpan() === undefined) return undefined
   const carrier: TraceCarrier = {}
   propagation.inject(context.active(), carrier)
   return carrier
@@ -126,7 +139,7 @@ export function traceCarrier (): TraceCarrier | undefined {
 
 /** Writes the active trace context into outgoing `headers` (a webhook request's), when a span records. */
 export function injectTrace (headers: Record<string, string>): void {
-  if (trace.getActiveSpan()?.isRecording() === true) propagation.inject(context.active(), headers)
+  if (recordingSpan() !== undefined) propagation.inject(context.active(), headers)
 }
 
 /** Marks `span` failed where nothing was thrown (a webhook that answered 500): status ERROR, and `error.type`. */
@@ -142,8 +155,8 @@ export function spanFailed (span: Span, type: string, message: string): void {
  * fields into it.
  */
 export function traceLogFields (): Record<string, string> {
-  const span = trace.getActiveSpan()
-  if (span === undefined || !span.isRecording()) return {}
+  const span = recordingSpan()
+  if (span === undefined) return {}
   const { traceId, spanId } = span.spanContext()
   return { trace_id: traceId, span_id: spanId }
 }
@@ -159,15 +172,4 @@ function fail (span: Span, err: unknown): void {
   if (typeof code === 'number' || typeof code === 'string') span.setAttribute('a2a.error.code', code)
   span.setStatus({ code: SpanStatusCode.ERROR, message: typeof message === 'string' ? message : undefined })
   span.end()
-}
-
-/**
- * A span for what outlasts the call that starts it (a task's stream): a child of the span active here, not made
- * active, ended by its owner. Undefined when it would not record: the owner then keeps nothing.
- */
-export function openSpan (name: string, attributes: () => Attributes): Span | undefined {
-  const span = tracer.startSpan(name)
-  if (!span.isRecording()) return undefined
-  span.setAttributes(attributes())
-  return span
 }

@@ -4,7 +4,7 @@ import https from 'node:https'
 import type { Got } from 'got'
 import { lazyGot } from '../kernel/lazy-got.js'
 import type { Logger } from '../kernel/logger.js'
-import { spanFailed, traceCarrier, traced, type Span, type TraceCarrier } from '../kernel/tracing.js'
+import { spanFailed, traced, type Span, type TraceCarrier } from '../kernel/tracing.js'
 import type { Task } from '../../schemas/task.js'
 import type { StoredTask } from '../tasks/store.js'
 import { signingKey } from './signing.js'
@@ -167,9 +167,9 @@ export class WebhookNotifier {
     const { task } = record
     // Most tasks have no push config: when the store can tell at once, such a change costs nothing more.
     if (!recovered && !this.#taskChains.has(task.id) && (configs ?? this.#opts.store.holds?.(task.id)) === false) return
-    // The span of the write that made the change (an executor turn, an operation), for the deliveries' own spans: as
-    // the record keeps it (a change relayed from the outbox), else the one active here.
-    const trace = record.trace ?? traceCarrier()
+    // The span of the write that made the change (an executor turn, an operation), as the record keeps it: the
+    // deliveries' spans are its children, here or in the instance that relays it from the outbox.
+    const { trace } = record
     const previous = this.#taskChains.get(task.id) ?? Promise.resolve()
     const next = previous.then(async () => {
       let configs: StoredPushConfig[]

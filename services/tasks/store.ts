@@ -1,6 +1,6 @@
 import type { Artifact, Task, TaskState, TaskStatus } from '../../schemas/task.js'
 import type { TaskEvent } from './event-bus.js'
-import type { TraceCarrier } from '../kernel/tracing.js'
+import { traceCarrier, type TraceCarrier } from '../kernel/tracing.js'
 
 /** A task as stored, with what only the server knows about it. Immutable: see `TaskStore`, "Records". */
 export interface StoredTask {
@@ -251,6 +251,15 @@ export interface TaskStore {
 
 /** What `replace` did: false, not written (version mismatch); `'outbox'`, written and recorded for push configs. */
 export type ReplaceOutcome = boolean | 'outbox'
+
+/**
+ * `record` with the trace context active here (`StoredTask.trace`), when a span records; else `record` itself, with
+ * no `trace` key, so that an untraced write is the same bytes it always was.
+ */
+export function withTrace (record: StoredTask): StoredTask {
+  const trace = traceCarrier()
+  return trace === undefined ? record : { ...record, trace }
+}
 
 /**
  * What follows the task in `JSON.stringify(record)`: `{"task":`, the task's JSON, then this is the same bytes, with

@@ -1,7 +1,7 @@
 import { newId } from '../kernel/ids.js'
 import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
-import { traceCarrier, traced } from '../kernel/tracing.js'
+import { traced } from '../kernel/tracing.js'
 import type { Message, Task } from '../../schemas/task.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import type { AgentExecutor, AgentTools } from '../agent/executor.js'
@@ -14,7 +14,7 @@ import { historyEntry, withStatus, type Mutation } from './mutations.js'
 import { TaskWriter, type Draft, type StatusListener } from './writer.js'
 import { TaskRuns } from './run-loop.js'
 import { TaskHousekeeping } from './housekeeping.js'
-import type { StoredTask, TaskListPage, TaskListQuery, TaskStore } from './store.js'
+import { withTrace, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 
 // The task service, in four parts: this file is its public lifecycle (create, start, join, cancel, get, list, the
 // blocking wait); `writer.ts` writes and publishes each change; `run-loop.ts` runs the executor, turn by turn;
@@ -211,9 +211,7 @@ export class TaskService {
       history: [historyEntry(message, id, contextId)],
       metadata: metadata ?? null
     }
-    const trace = traceCarrier()
-    const record = { task, owner: principal.id, version: 1, createdAt: now, updatedAt: now }
-    return trace === undefined ? record : { ...record, trace }
+    return withTrace({ task, owner: principal.id, version: 1, createdAt: now, updatedAt: now })
   }
 
   #insert (id: string, message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined): MaybePromise<StoredTask> {

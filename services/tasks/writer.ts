@@ -2,10 +2,10 @@ import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { Logger } from '../kernel/logger.js'
 import type { Task, TaskState } from '../../schemas/task.js'
 import { RunStorageFailure, TaskConflict, TaskNotFound } from '../kernel/errors.js'
-import { spanEvent, traceCarrier } from '../kernel/tracing.js'
+import { spanEvent } from '../kernel/tracing.js'
 import type { TaskEvent, TaskEventBus } from './event-bus.js'
 import { eventOf, type ChunkSlot, type Mutation } from './mutations.js'
-import type { ReplaceOutcome, StoredTask, TaskStore } from './store.js'
+import { withTrace, type ReplaceOutcome, type StoredTask, type TaskStore } from './store.js'
 
 // How the task service writes a task: every change is a new snapshot, written with a compare-and-set and then
 // published. Three paths, by where the task is:
@@ -132,9 +132,7 @@ export class TaskWriter {
 
   /** The record that follows `current` with `task`: the next version, stamped now (and traced, when a span records). */
   next (current: StoredTask, task: Task): StoredTask {
-    const trace = traceCarrier()
-    const record = { task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() }
-    return trace === undefined ? record : { ...record, trace }
+    return withTrace({ task, owner: current.owner, version: current.version + 1, createdAt: current.createdAt, updatedAt: this.#now() })
   }
 
   /**
