@@ -24,7 +24,7 @@ import { gotLoad, grpcLoad, pushLoad, receiver, rpcBody, sendLoad, streamLoad } 
 import { dropDatabase, freshDatabase, postgresCost, postgresServer } from './postgres.js'
 import { commandStats, monitorCommands, netInputBytes, startRedis, statsDelta } from './redis.js'
 import { markdown, writeReport } from './report.js'
-import { buildUntraced } from './untraced.js'
+import { buildUntraced, tracingCost } from './untraced.js'
 
 const { values } = parseArgs({
   options: {
@@ -379,23 +379,6 @@ async function chunksCase () {
   return out
 }
 
-/**
- * What the tracing calls cost message/send with no SDK (bench/tracing-cost.js): the build against the one without
- * tracing, then, as the control, against a plain copy of itself. `{ rounds, batch, traced, untraced, ratio, ratios,
- * control }`.
- */
-function tracingCost () {
-  const rounds = quick ? 3 : 15
-  const batch = quick ? 300 : 2000
-  const run = other => {
-    const child = spawnSync(process.execPath, ['--expose-gc', here('./tracing-cost.js'), here('../dist/index.js'), other, String(rounds), String(batch)], { encoding: 'utf8' })
-    if (child.status !== 0) throw new Error(`bench/tracing-cost.js failed: ${child.stderr}`)
-    return JSON.parse(child.stdout)
-  }
-  const cost = run(untraced.index)
-  return { ...cost, control: run(untraced.controlIndex).ratio }
-}
-
 async function main () {
   const started = Date.now()
   const hook = await receiver()
@@ -429,7 +412,7 @@ async function main () {
       if (memory !== undefined) results.memory = memory
       if (id === 'ours') {
         log('tracing cost, in one process')
-        results.tracing = tracingCost()
+        results.tracing = tracingCost(untraced, quick ? { rounds: 3, batch: 300 } : { rounds: 15, batch: 2000 })
         log('got baseline')
         // No warm-up: each run is a fresh client process, which warms itself before it counts.
         results.got = await measure(null, seconds => gotLoad(hook, { connections: settings.connections, seconds }, watch), false)

@@ -1,9 +1,11 @@
-// "A build without tracing", for the bench's `send-untraced` load: a copy of dist/ whose services/kernel/tracing.js
-// (the one module that imports @opentelemetry/api) is replaced by one exporting the same names, each doing the least
-// (`traced` calls its function, `traceCarrier` gives undefined, ...). Set beside the server with no SDK registered, it
-// shows what the tracing calls cost when nothing records. The copy sits under node_modules/.cache/, from where a
-// package import still finds the repository's node_modules (Node skips the `node_modules` folder itself on its way up),
-// in a folder of its own per run: two runs at once never share one.
+// "A build without tracing", for the bench's tracing check: a copy of dist/ whose services/kernel/tracing.js (the one
+// module that imports @opentelemetry/api) is replaced by one exporting the same names, each doing the least (`traced`
+// calls its function, `traceCarrier` gives undefined, ...), and a plain copy of dist/ as the control. `tracingCost`
+// sets the build beside each in one process (bench/tracing-cost.js): what the tracing calls cost when nothing
+// records. The copies sit under node_modules/.cache/, from where a package import still finds the repository's
+// node_modules (Node skips the `node_modules` folder itself on its way up), in a folder of their own per run: two runs
+// at once never share one.
+import { spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -75,4 +77,18 @@ export async function buildUntraced (dist = here('../dist')) {
     remove()
     throw err
   }
+}
+
+/**
+ * What the tracing calls cost message/send with no SDK (bench/tracing-cost.js, a process of its own): the build against
+ * `untraced` (what `buildUntraced` made), then, as the control, against its plain copy. `{ rounds, batch, traced,
+ * untraced, ratio, ratios, control }`.
+ */
+export function tracingCost (untraced, { rounds, batch }) {
+  const run = other => {
+    const child = spawnSync(process.execPath, ['--expose-gc', here('./tracing-cost.js'), here('../dist/index.js'), other, String(rounds), String(batch)], { encoding: 'utf8' })
+    if (child.status !== 0) throw new Error(`bench/tracing-cost.js failed: ${child.stderr}`)
+    return JSON.parse(child.stdout)
+  }
+  return { ...run(untraced.index), control: run(untraced.controlIndex).ratio }
 }
