@@ -36,7 +36,7 @@ An A2A (Agent2Agent) agent server: A2A v1.0 and v0.3 over JSON-RPC, HTTP+JSON an
 Commands:
   serve          start the server
   validate       check a config file and print every problem with its path
-  card           print the agent card as JSON
+  card           print the agent card as JSON, or check a card's signatures (--verify)
   init           write a commented agent.yml
   migrate        apply the PostgreSQL schema migrations to services.postgres
   webhook-sink   receive push notifications locally and print them
@@ -96,12 +96,17 @@ ${CONFIG_HELP}`,
   }],
   ['card', {
     usage: `Usage: fastify-a2a card [--config FILE]
+       fastify-a2a card --verify URL|FILE [--jwks URL|FILE]
 
-Print the agent card the server would publish at /.well-known/agent-card.json.
+Print the agent card the server would publish at /.well-known/agent-card.json (signed when agent.card_signing is
+set), or check the signatures of a published card: one line per signature, exit 0 when every one verifies (and there
+is at least one), else 1.
 
 Options:
-${CONFIG_HELP}`,
-    options: { ...CONFIG, ...HELP },
+${CONFIG_HELP}
+  --verify URL|FILE   the card to check: its URL (such as http://host/.well-known/agent-card.json) or a file
+  --jwks URL|FILE     the JWK set with the public keys; default: the one each signature's jku header names`,
+    options: { ...CONFIG, ...HELP, verify: { type: 'string' }, jwks: { type: 'string' } },
     run: card
   }],
   ['init', {
@@ -204,8 +209,20 @@ async function validate (values: Values): Promise<number> {
 }
 
 async function card (values: Values): Promise<number> {
+  const source = values.verify as string | undefined
+  if (source !== undefined) {
+    // Imported here so that the other commands do not load jose.
+    const { verifyCardSource } = await import('./services/a2a/card-verify.js')
+    const { ok, lines } = await verifyCardSource(source, values.jwks as string | undefined)
+    for (const line of lines) (ok ? console.log : console.error)(line)
+    return ok ? 0 : 1
+  }
+  if (values.jwks !== undefined) return usageError('--jwks goes with --verify', COMMANDS.get('card')?.usage as string)
   const loaded = await load(values)
-  return loaded === undefined ? 1 : print(JSON.stringify(buildAgentCard(loaded.config, { prefix: '/' }), null, 2))
+  if (loaded === undefined) return 1
+  const { cardSignerOf, signedCard } = await import('./services/a2a/card-signing.js')
+  const built = buildAgentCard(loaded.config, { prefix: '/' })
+  return print(JSON.stringify(await signedCard(cardSignerOf(loaded.config), built), null, 2))
 }
 
 async function init (values: Values): Promise<number> {

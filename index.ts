@@ -4,6 +4,7 @@ import type { A2AConfig, A2AConfigInput } from './schemas/config.js'
 import type { AgentExecutor } from './services/agent/executor.js'
 import { loadExecutor } from './services/agent/load.js'
 import { withOwnAgentSkill } from './services/a2a/agent-card.js'
+import { withPluginExtensions, type ExtensionDefinition } from './services/a2a/extensions.js'
 import { validateConfig } from './services/config/validate.js'
 import {
   MemoryFailureWindows, MemoryTokenBuckets, RedisFailureWindows, RedisTokenBuckets, type FailureWindows, type TokenBuckets
@@ -57,6 +58,11 @@ export interface A2AOptions {
    * private-address check at connect time.
    */
   resolveWebhookHost?: (hostname: string) => Promise<Array<{ address: string, family: number }>>
+  /**
+   * Extensions of the app's own (A2A v1.0 §4.6): each declared on the card after `agent.extensions`, with hooks run
+   * around a method when a request activates it (docs/embedding.md, "Extensions of your own"); a URI declared twice is refused.
+   */
+  extensions?: ExtensionDefinition[]
 }
 
 /**
@@ -67,7 +73,7 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
   if (fastify.hasDecorator('a2aTasks')) {
     throw new InvalidPluginOptions('fastify-a2a is already registered in this context; register each agent in its own encapsulated context')
   }
-  const validated = validateConfig(opts.config ?? {})
+  const validated = withPluginExtensions(validateConfig(opts.config ?? {}), opts.extensions)
   const own = withOwnAgentSkill(validated, opts.executor !== undefined)
   if (own !== validated) {
     fastify.log.warn({ skill: own.agent.skills[0].name },
@@ -107,7 +113,7 @@ const a2a: FastifyPluginAsync<A2AOptions> = async (fastify, opts) => {
     await fastify.register(pushConfigStore, { config })
     await fastify.register(webhookNotifier, { config, resolve: opts.resolveWebhookHost, exemptUrl: sinks?.owns, onAttempt: metrics?.webhookAttempt })
   }
-  await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined })
+  await fastify.register(methodsPlugin, { config, prefix, startedAt: Date.now(), push: push ? fastify.a2aPush : undefined, extensions: opts.extensions })
   await fastify.register(answersPlugin, { config })
   await fastify.register(requestsPlugin, { config })
   await fastify.register(ssePlugin, {
@@ -226,5 +232,9 @@ export type { Task, Message, Part, Artifact, TaskState } from './schemas/task.js
 export type { Principal } from './services/auth/principal.js'
 export { traceLogFields } from './services/kernel/tracing.js'
 export type { AgentCard } from './services/a2a/agent-card.js'
+export { IDEMPOTENT_SEND_EXTENSION } from './services/a2a/extensions.js'
+/** An A2A error a method or an extension's hook throws to refuse a call: the client gets its code, message and data. */
+export { JsonRpcError, RpcCode } from './services/kernel/errors.js'
+export type { ExtensionDefinition, ExtensionHooks, ExtensionCall } from './services/a2a/extensions.js'
 export { validateConfig } from './services/config/validate.js'
 export { buildAgentCard } from './services/a2a/agent-card.js'

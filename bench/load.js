@@ -63,7 +63,9 @@ export async function sendLoad (url, { headers, connections, seconds, amount, me
     // autocannon stops on whole seconds: a shorter run (a warm-up, a smoke run) is a fixed number of requests.
     ...(amount !== undefined ? { amount } : seconds < 1 ? { amount: Math.max(connections, Math.round(seconds * 1000)) } : { duration: seconds }),
     headers: { 'content-type': 'application/json', ...headers },
-    body: rest ? restBody() : rpcBody(method),
+    // A messageId of its own per request: the same body sent again would be a duplicate, answered without a run
+    // (docs/protocol.md, "Idempotent sends").
+    requests: [{ setupRequest: request => ({ ...request, body: rest ? restBody() : rpcBody(method) }) }],
     setupClient (client) {
       client.on('body', buf => { if (buf.includes('"error"')) rpcErrors++ })
     }
@@ -106,11 +108,12 @@ async function closedLoop (url, connections, seconds, worker) {
 
 /** `message/stream`: `connections` streams in flight, each read to its end, which must be the completed task. */
 export function streamLoad (url, { headers, connections, seconds, method = 'message/stream', rest = false }) {
-  const body = rest ? restBody() : rpcBody(method)
   const path = rest ? '/message:stream' : '/'
   // The last event of a stream: the completed Task (v0.3) or its TASK_STATE_COMPLETED update (v1.0).
   const done = method === 'message/stream' && !rest ? '"completed"' : '"TASK_STATE_COMPLETED"'
   return closedLoop(url, connections, seconds, async pool => {
+    // A messageId of its own per stream, as in `sendLoad`.
+    const body = rest ? restBody() : rpcBody(method)
     const res = await pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers }, body })
     const text = await res.body.text()
     return res.statusCode === 200 && text.includes(done) && !text.includes('"error"')

@@ -86,6 +86,15 @@ function checks (r) {
     const v = ratio(on.cpu / on.rps, off.cpu / off.rps)
     add('message/stream CPU per stream, events kept vs not', `${v}×`, '≤ 1.1×', v <= 1.1)
   }
+  // Idempotent sends: message/send with each messageId claimed vs not (`tasks.dedupe_window: 0`), CPU per request, in
+  // memory and on Redis (where the claim is a round trip).
+  for (const id of ['ours', 'ours-redis']) {
+    const on = t[id]?.send
+    const off = t[id]?.['send-no-dedupe']
+    if (on === undefined || off === undefined) continue
+    const v = ratio(on.cpu / on.rps, off.cpu / off.rps)
+    add(`message/send CPU per request, deduplicated vs not (${id === 'ours' ? 'memory' : 'Redis'})`, `${v}×`, '≤ 1.1×', v <= 1.1)
+  }
   // What tracing costs message/send: with no SDK registered against a build whose tracing calls do nothing, measured
   // in one process request by request (bench/tracing-cost.js: over HTTP the runs of one server differ by more than
   // the 3% to tell apart), beside the control (the build against a copy of itself); and with the SDK and a no-op
@@ -151,6 +160,7 @@ function checks (r) {
 const LOADS = [
   ['send', 'message/send', 'req/s'],
   ['send-otel', 'message/send with the OpenTelemetry SDK registered, a no-op exporter (bench/otel-noop.js)', 'req/s'],
+  ['send-no-dedupe', 'message/send with tasks.dedupe_window: 0 (sends not deduplicated)', 'req/s'],
   ['send-v1', 'SendMessage (A2A v1.0)', 'req/s'],
   ['send-rest', 'POST /message:send (A2A v1.0, HTTP+JSON)', 'req/s'],
   ['stream', 'message/stream', 'streams/s'],

@@ -70,8 +70,8 @@ const T0 = Date.now()
 const log = what => process.stderr.write(`bench ${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}\n`)
 
 const dir = mkdtempSync(join(os.tmpdir(), 'a2a-bench-'))
-const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgresUrl) => {
-  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${postgresUrl !== undefined ? 'postgres' : redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}${grpcPort !== undefined ? `-grpc-${grpcPort}` : ''}.yml`)
+const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgresUrl, dedupe = true) => {
+  const file = join(dir, `${executor !== undefined ? 'chunks-' : ''}${postgresUrl !== undefined ? 'postgres' : redisUrl !== undefined ? 'redis' : secured ? 'secured' : replay ? 'open' : 'no-replay'}${grpcPort !== undefined ? `-grpc-${grpcPort}` : ''}${dedupe ? '' : '-no-dedupe'}.yml`)
   const lines = ['agent:', '  name: Bench Agent', 'push_notifications:', '  config:', '    allowed_networks: [127.0.0.1/32]']
   // The agent of the `chunks` case.
   if (executor !== undefined) lines.splice(2, 0, `  executor: ${executor}`)
@@ -93,14 +93,20 @@ const ourConfig = (secured, redisUrl, replay = true, grpcPort, executor, postgre
       `        - { key: ${API_KEY}, id: bench }`, '  rate_limit:', '    requests_per_minute: 1000000000',
       '    burst: 1000000000', '    max_streams_per_principal: 100000')
   }
+  // Sends not deduplicated (`tasks.dedupe_window: 0`): what claiming each messageId costs, by comparison.
+  if (!dedupe) {
+    const tasks = lines.indexOf('tasks:')
+    if (tasks < 0) lines.push('tasks:', '  dedupe_window: 0')
+    else lines.splice(tasks + 1, 0, '  dedupe_window: 0')
+  }
   writeFileSync(file, lines.join('\n') + '\n')
   return file
 }
 // Flags for our server's node process only: what an operator would put in NODE_OPTIONS to trade throughput for memory.
 const nodeFlags = values['node-options'].split(/\s+/).filter(flag => flag !== '')
 /** Our server's arguments; `cli`: another build's (the one without tracing), `preload`: node flags before it. */
-const ours = (secured, replay, cli = here('../dist/cli.js'), preload = []) => (port, redisUrl, grpcPort, postgresUrl) =>
-  [...nodeFlags, ...preload, cli, 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort, undefined, postgresUrl), '--host', '127.0.0.1', '--port', String(port)]
+const ours = (secured, replay, cli = here('../dist/cli.js'), preload = [], dedupe = true) => (port, redisUrl, grpcPort, postgresUrl) =>
+  [...nodeFlags, ...preload, cli, 'serve', '--config', ourConfig(secured, redisUrl, replay, grpcPort, undefined, postgresUrl, dedupe), '--host', '127.0.0.1', '--port', String(port)]
 /** Where the server with the SDK registered writes how many spans it ended (bench/otel-noop.js). */
 const SPANS_FILE = join(dir, 'otel-spans.txt')
 /** The `chunks` case's server: the chunky agent, tasks in memory or (`redisUrl`) in Redis. */
@@ -121,22 +127,31 @@ const TARGETS = {
   // A twin's load goes to a server of its own, alive beside the first so that the two take turns, each with the same
   // config (and a gRPC port of its own) but for what is compared, at the noise of one run:
   // - `stream-no-replay`: `server.stream_replay.max_events: 0`, what keeping events for streams that resume costs;
-  // - `send-otel`: OpenTelemetry's SDK registered with a no-op exporter (bench/otel-noop.js), what recording costs.
+  // - `send-otel`: OpenTelemetry's SDK registered with a no-op exporter (bench/otel-noop.js), what recording costs;
+  // - `send-no-dedupe`: `tasks.dedupe_window: 0`, what claiming each send's messageId costs (idempotent sends).
   ours: {
     label: 'fastify-a2a, security off',
     args: ours(false),
-    loads: [['send', 'send-otel', 'send-v1', 'send-rest', 'send-grpc'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest', 'stream-grpc'], 'push'],
+    loads: [['send', 'send-otel', 'send-no-dedupe', 'send-v1', 'send-rest', 'send-grpc'], ['stream', 'stream-no-replay', 'stream-v1', 'stream-rest', 'stream-grpc'], 'push'],
     memory: true,
     grpc: true,
     untraced: true,
     twins: {
       'stream-no-replay': { args: ours(false, false) },
-      'send-otel': { args: ours(false, true, undefined, ['--import', here('./otel-noop.js')]), spans: SPANS_FILE }
+      'send-otel': { args: ours(false, true, undefined, ['--import', here('./otel-noop.js')]), spans: SPANS_FILE },
+      'send-no-dedupe': { args: ours(false, true, undefined, [], false) }
     }
   },
   'ours-key': { label: 'fastify-a2a, API key', args: ours(true), loads: ['send', 'stream', 'push'], headers: { 'x-api-key': API_KEY } },
   // Security off, tasks and push configs in Redis: what one instance of the scale-out mode does, and costs Redis.
-  'ours-redis': { label: 'fastify-a2a, Redis (kvcache)', args: ours(false), loads: ['send', 'stream'], redis: true },
+  // Its twin `send-no-dedupe` on the same Redis: what the claim of each send's messageId costs there (a round trip).
+  'ours-redis': {
+    label: 'fastify-a2a, Redis (kvcache)',
+    args: ours(false),
+    loads: [['send', 'send-no-dedupe'], 'stream'],
+    redis: true,
+    twins: { 'send-no-dedupe': { args: ours(false, true, undefined, [], false) } }
+  },
   // Two instances on one Redis, the load's connections shared between them round-robin (no proxy): on 2 cores this
   // cannot show scaling; it measures what two instances cost one Redis. CPU and RSS are the two servers' sums.
   'ours-redis-2': { label: 'fastify-a2a, Redis, two instances', args: ours(false), loads: ['send'], redis: true, instances: 2 },
@@ -231,7 +246,7 @@ async function runTarget (id, hook) {
         rmSync(twin.spans, { force: true })
         env.A2A_BENCH_SPANS = twin.spans
       }
-      twins[load] = await start(twin.args(port, undefined, grpcPort === undefined ? undefined : await freePort()), port, readyWith(target.headers), env)
+      twins[load] = await start(twin.args(port, redis?.url, grpcPort === undefined ? undefined : await freePort()), port, readyWith(target.headers), env)
     }
   } catch (err) {
     for (const one of [...servers, ...Object.values(twins)]) await one.stop()
@@ -253,6 +268,7 @@ async function runTarget (id, hook) {
       'stream-rest': seconds => streamLoad(server.url, { ...opts, seconds, method: 'SendStreamingMessage', rest: true }),
       'stream-no-replay': seconds => streamLoad(twins['stream-no-replay'].url, { ...opts, seconds }),
       'send-otel': seconds => sendLoad(twins['send-otel'].url, { ...opts, seconds }),
+      'send-no-dedupe': seconds => sendLoad(twins['send-no-dedupe'].url, { ...opts, seconds }),
       'send-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds }),
       'stream-grpc': seconds => grpcLoad(`127.0.0.1:${grpcPort}`, { ...opts, seconds, stream: true }),
       push: seconds => pushLoad(server.url, hook, { ...opts, seconds })

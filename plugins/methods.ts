@@ -11,6 +11,7 @@ import { createToolMethods } from '../services/json-rpc/methods/tools.js'
 import { ensureDefaultRoot } from '../services/agent/list-directory.js'
 import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
 import { buildAgentCard, publicUrl } from '../services/a2a/agent-card.js'
+import { ExtensionSupport, cardExtensions, type ExtensionDefinition } from '../services/a2a/extensions.js'
 import { buildOpenApiDocument, openApiRenderer, type RenderedOpenApi } from '../services/rest/openapi.js'
 
 declare module 'fastify' {
@@ -32,13 +33,15 @@ export interface MethodsPluginOptions {
   startedAt: number
   /** The push config rules, when push notifications are on: the push methods are registered then only. */
   push?: PushService
+  /** The embedding app's extensions (the plugin's `extensions` option): their hooks run around the methods. */
+  extensions?: readonly ExtensionDefinition[]
 }
 
 /** The method registry, filled with the core methods of CONTRACT.md §5. */
 const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, opts) => {
   const { config } = opts
   await ensureDefaultRoot(config.tools.list_directory.root, fastify.log)
-  const registry = new MethodRegistry(config.security.method_scopes)
+  const registry = new MethodRegistry(config.security.method_scopes, new ExtensionSupport(cardExtensions(config), opts.extensions))
   const ops = new A2AOperations({ config, tasks: fastify.a2aTasks, push: opts.push })
   for (const method of createTaskMethods({ config, ops })) registry.add(method)
   for (const method of createV10Methods({ ops, tenant: config.protocol.tenant })) registry.add(method)

@@ -36,6 +36,7 @@ const metricsPlugin: FastifyPluginAsync<MetricsPluginOptions> = async (fastify, 
   // Counted from the task service's own events, never by scanning the store.
   fastify.a2aTasks.onCreate(record => metrics.taskCreated(record.task.status.state))
   fastify.a2aTasks.onStatusChange((record, previous) => metrics.taskChanged(record.task.status.state, previous))
+  fastify.a2aTasks.dedupe?.onDuplicate(() => metrics.sendDeduplicated())
   fastify.decorate('a2aMetrics', metrics)
 }
 

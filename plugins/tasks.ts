@@ -126,9 +126,13 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     // A run keeps retrying a write its storage refused for as long as its lease would last unrenewed.
     storeRetryMs: settings.lease_ttl * 1000,
     interruptedTtlMs: settings.interrupted_ttl * 1000,
+    // Idempotent sends (docs/protocol.md, "Idempotent sends").
+    dedupeWindowMs: settings.dedupe_window * 1000,
     log,
     // The registry is decorated after this plugin; it is only read when a task runs.
-    toolsFor: principal => {
+    toolsFor: (principal, extensions) => {
+      // A message whose request activated extensions gets tools of its own, which carry them (few do).
+      if (extensions.length > 0) return createAgentTools(fastify.a2aMethods, principal, log, extensions)
       let found = tools.get(principal)
       if (found === undefined) tools.set(principal, (found = createAgentTools(fastify.a2aMethods, principal, log)))
       return found

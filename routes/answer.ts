@@ -2,6 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyReply } from 'fastify'
 import type { HttpAnswers } from '../plugins/answers.js'
 import { LARGE, jsonPieces, largerThan } from '../services/json-rpc/answer-json.js'
+import { activatedHeaders } from '../services/a2a/extensions.js'
 
 // How the JSON-RPC and HTTP+JSON route contexts send a JSON answer: within the answer budget (plugins/answers.ts),
 // a large one made a piece a turn (services/json-rpc/answer-json.ts: issue 39 row 4, one request's synchronous work
@@ -41,4 +42,13 @@ function sendInTurns (replies: HttpAnswers, reply: FastifyReply, value: unknown,
       else jsonPieces(value).then(again => reply.send(Readable.from(again)))
     })
   })
+}
+
+/**
+ * The answer's `A2A-Extensions` header (v0.3 methods: `X-A2A-Extensions` too): the extensions the request activated
+ * for `method`, none: no header (docs/protocol.md, "Extensions"). Set on the response itself, so that an SSE answer,
+ * written past Fastify, carries it too.
+ */
+export function echoExtensions (reply: FastifyReply, extensions: readonly string[], method: string): void {
+  for (const [name, value] of Object.entries(activatedHeaders(extensions, method))) reply.raw.setHeader(name, value)
 }

@@ -17,7 +17,7 @@ import { cardBindingsOf } from '../services/a2a/agent-card.js'
 import { ANONYMOUS } from '../services/auth/principal.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { REQUEST_WAIT_MS, received, takeRequestBytes } from './inbound.js'
-import { sendJson } from './answer.js'
+import { echoExtensions, sendJson } from './answer.js'
 
 export interface JsonRpcRoutesOptions {
   /** `server.max_request_size`: bodies above it get HTTP 413. */
@@ -163,7 +163,7 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
    * A streaming method answers with SSE. Transport-level refusals (401, 403, 429, 503) are plain JSON before any
    * SSE byte; errors after that (bad params, unknown task) are one SSE error event (CONTRACT.md §7).
    */
-  async function stream (request: FastifyRequest, reply: FastifyReply, req: JsonRpcRequest, method: RegisteredMethod) {
+  async function stream (request: FastifyRequest, reply: FastifyReply, req: JsonRpcRequest, method: RegisteredMethod, extensions: readonly string[]) {
     const principal = request.a2aPrincipal as Principal
     let claim: StreamClaim
     try {
@@ -178,8 +178,8 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       audited(request, req.method)
       const lastEventId = request.headers['last-event-id']
       const ctx = lastEventId === undefined
-        ? { principal, log: request.log, id: req.id, headers: request.headers }
-        : { principal, log: request.log, id: req.id, headers: request.headers, lastEventId: String(lastEventId) }
+        ? { principal, log: request.log, id: req.id, headers: request.headers, extensions }
+        : { principal, log: request.log, id: req.id, headers: request.headers, extensions, lastEventId: String(lastEventId) }
       source = await method.handler(params, ctx) as EventSource
       received(request)
     } catch (err) {
@@ -225,8 +225,11 @@ const jsonRpcRoutes: FastifyPluginAsync<JsonRpcRoutesOptions> = async (fastify, 
       outbox.push({ request, reply, method: req.method, outcome: { response: failure(req.id, refusal, req.method), error: refusal } })
       return
     }
-    if (method?.streaming === true) return stream(request, reply, req, method)
-    const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log, request.headers)
+    // The extensions the request activates (docs/protocol.md, "Extensions"), said back in the answer's header.
+    const extensions = registry.extensions.activate(request.headers, req.method)
+    echoExtensions(reply, extensions, req.method)
+    if (method?.streaming === true) return stream(request, reply, req, method, extensions)
+    const outcome = dispatch(registry, req, request.a2aPrincipal as Principal, request.log, request.headers, extensions)
     if (outcome instanceof Promise) {
       return outcome.then(done => {
         // The operation has the message: its body's bytes leave the request budget (routes/inbound.ts).

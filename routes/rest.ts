@@ -13,7 +13,7 @@ import type { EventSource } from '../plugins/sse.js'
 import { Outbox } from '../services/json-rpc/outbox.js'
 import { JSON_TYPE, jsonBodyParser, routeError } from './body.js'
 import { received } from './inbound.js'
-import { sendJson } from './answer.js'
+import { echoExtensions, sendJson } from './answer.js'
 import { restStatus, statusBody, v03ErrorBody } from './rest-errors.js'
 import {
   type Params, bodyOf, configParams, queryParams, splitVerb, taskOf, unknownVerb, withMetadata
@@ -37,7 +37,7 @@ export interface RestRoutesOptions {
   /** `protocol.tenant`: the v1.0 routes are also served under `/<tenant>/`. */
   tenant?: string
   /** Answers the public card (as the well-known URL does): `GET /v1/card` without credentials. */
-  card: (request: FastifyRequest, reply: FastifyReply) => FastifyReply
+  card: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>
 }
 
 /** The answers' media type (CONTRACT.md §12). */
@@ -122,9 +122,14 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   }
   const outbox = new Outbox(answer, ({ reply }, err) => reply.send(err))
 
-  /** The method's context for a call of this request. */
-  function contextOf (request: FastifyRequest, principal: Principal, wire?: 'rest03'): MethodContext {
-    const ctx: { -readonly [K in keyof MethodContext]: MethodContext[K] } = { principal, log: request.log, id: null, binding: 'http+json', headers: request.headers }
+  /**
+   * The method's context for a call of this request, with the extensions it activates (docs/protocol.md,
+   * "Extensions"), which the answer's header says back.
+   */
+  function contextOf (request: FastifyRequest, reply: FastifyReply, name: string, principal: Principal, wire?: 'rest03'): MethodContext {
+    const extensions = registry.extensions.activate(request.headers, name)
+    echoExtensions(reply, extensions, name)
+    const ctx: { -readonly [K in keyof MethodContext]: MethodContext[K] } = { principal, log: request.log, id: null, binding: 'http+json', headers: request.headers, extensions }
     if (wire !== undefined) ctx.wire = wire
     const lastEventId = request.headers['last-event-id']
     if (lastEventId !== undefined) ctx.lastEventId = String(lastEventId)
@@ -139,7 +144,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
     audited(request)
     let result: unknown
     try {
-      result = await resolved.method.handler(resolved.params, contextOf(request, principal, answering.wire))
+      result = await resolved.method.handler(resolved.params, contextOf(request, reply, name, principal, answering.wire))
     } finally {
       // The operation has the message: its body's bytes leave the request budget (routes/inbound.ts).
       received(request)
@@ -165,7 +170,7 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
       const resolved = resolveMethod(registry, { id: null, method: name, params }, principal)
       await claim.own(principal.id)
       audited(request)
-      source = await resolved.method.handler(resolved.params, contextOf(request, principal, wire)) as EventSource
+      source = await resolved.method.handler(resolved.params, contextOf(request, reply, name, principal, wire)) as EventSource
     } catch (err) {
       claim.release()
       throw toJsonRpcError(err, request.log, name)

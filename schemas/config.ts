@@ -24,6 +24,31 @@ export const SkillSchema = Type.Object({
 }, { additionalProperties: false })
 export type Skill = Static<typeof SkillSchema>
 
+/** One entry of `agent.extensions`: an A2A extension the card declares (A2A v1.0 §4.6, `AgentExtension`). */
+export const ExtensionSchema = Type.Object({
+  uri: Type.String({ minLength: 1 }),
+  description: Str(''),
+  /** Clients must activate it (the `A2A-Extensions` header); a request that does not is refused. */
+  required: Bool(false),
+  params: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+}, { additionalProperties: false })
+export type Extension = Static<typeof ExtensionSchema>
+
+/** The JWS algorithms a card may be signed with (docs/configuration.md, `agent.card_signing`). */
+export const CARD_SIGNING_ALGS = ['ES256', 'RS256', 'EdDSA'] as const
+
+/** `agent.card_signing`: the key the agent card is signed with (A2A v1.0 §8.4). Absent: the card is not signed. */
+export const CardSigningSchema = Type.Object({
+  /** A PEM or JWK private key, as text or the path of a file holding it; `${ENV}` allowed. Never logged. */
+  key: Type.String({ minLength: 1 }),
+  /** The key id in the signature's header; absent: the key's RFC 7638 thumbprint. */
+  kid: Type.Optional(Type.String({ minLength: 1 })),
+  alg: Type.Union(CARD_SIGNING_ALGS.map(a => Type.Literal(a)), { default: 'ES256' }),
+  /** The URL of the JWK set holding the public key, written in the signature's header when set. */
+  jku: Type.Optional(Type.String({ minLength: 1 }))
+}, { additionalProperties: false })
+export type CardSigning = Static<typeof CardSigningSchema>
+
 /** `agent.llm`: the OpenAI-compatible chat-completions endpoint of `agent.executor: openai` (docs/llm-executor.md). */
 export const LlmConfigSchema = obj({
   base_url: Str('https://api.openai.com/v1', { minLength: 1 }),
@@ -57,6 +82,8 @@ export const AgentConfigSchema = obj({
   delay_ms: Int(0, { minimum: 0, maximum: 3_600_000 }),
   llm: LlmConfigSchema,
   skills: Type.Array(SkillSchema, { default: [] }),
+  extensions: Type.Array(ExtensionSchema, { default: [] }),
+  card_signing: Type.Optional(CardSigningSchema),
   input_modes: StrList(['text/plain', 'application/json', 'application/octet-stream']),
   output_modes: StrList(['text/plain', 'application/json'])
 }, { name: 'Echo Agent' })
@@ -250,7 +277,9 @@ export const TasksConfigSchema = obj({
   interrupted_ttl: Type.Number({ default: 86_400, minimum: 0.1 }),
   key_prefix: Str('a2a:task:'),
   /** kvcache: seconds an instance's hold on a running task lasts unrenewed; past it, another instance fails the task. */
-  lease_ttl: Type.Number({ default: 30, minimum: 0.2, maximum: 3600 })
+  lease_ttl: Type.Number({ default: 30, minimum: 0.2, maximum: 3600 }),
+  /** Seconds a principal's `messageId` names the task its send made: a send again gets that task; 0 turns it off. */
+  dedupe_window: Int(600, { minimum: 0, maximum: 86_400 })
 })
 
 export const CacheServiceSchema = Type.Object({

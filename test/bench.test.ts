@@ -43,7 +43,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
     for (const load of ['send', 'stream', 'push']) t.equal(results.targets[id][load].errors, 0, `${id} ${load} errors`)
     t.ok(results.targets[id].push.deliveries > 0, `${id} push deliveries arrived`)
   }
-  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay', 'send-otel']) {
+  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay', 'send-otel', 'send-no-dedupe']) {
     t.match(results.targets.ours[load], figures, `ours ${load}`)
     t.equal(results.targets.ours[load].errors, 0, `ours ${load} errors`)
   }
@@ -54,7 +54,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(results.tracing, { rounds: 3, batch: 300, traced: Number, untraced: Number, ratio: Number, control: Number })
   t.equal(results.tracing.ratios.length, 3)
   // The Redis target: its loads, and what its sends cost a throwaway redis-server.
-  for (const load of ['send', 'stream']) {
+  for (const load of ['send', 'send-no-dedupe', 'stream']) {
     t.match(results.targets['ours-redis'][load], figures, `ours-redis ${load}`)
     t.equal(results.targets['ours-redis'][load].errors, 0, `ours-redis ${load} errors`)
   }
@@ -87,7 +87,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^# Benchmarks\n\nKept text\.\n\n<!-- bench:start -->\n/)
   t.match(report, /<!-- bench:end -->\n\nKept too\.\n$/)
   t.notMatch(report, /old figures/)
-  for (const title of ['### message/send', '### message/send with the OpenTelemetry SDK registered', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### PostgreSQL: what a send costs the database', '### Streamed chunks', '### Memory', '### Targets']) {
+  for (const title of ['### message/send', '### message/send with the OpenTelemetry SDK registered', '### message/send with tasks.dedupe_window: 0', '### SendMessage (A2A v1.0)', '### message/stream', '### SendStreamingMessage (A2A v1.0)', '### POST /message:send (A2A v1.0, HTTP+JSON)', '### POST /message:stream (A2A v1.0, HTTP+JSON)', '### SendMessage over gRPC (A2A v1.0, lf.a2a.v1.A2AService)', '### SendStreamingMessage over gRPC (A2A v1.0)', '### push end to end', '### Redis (kvcache)', '#### Instances per Redis', '### PostgreSQL: what a send costs the database', '### Streamed chunks', '### Memory', '### Targets']) {
     t.ok(report.includes(title), title)
   }
   t.match(report, /^The floor \(`bench\/floor\.js`.*\) reached [\d.]+× bare Fastify; fastify-a2a reached [\d.]+× the floor\.$/m)
@@ -102,8 +102,10 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /\| message\/send with no SDK vs a build without tracing \(in one process; the control: the build vs a copy of itself\) \| [\d.]+× \(control [\d.]+×\) \| ≤ 1\.03× \|/)
   t.match(report, /^Tracing with no SDK \(`bench\/tracing-cost\.js`, in one process, 3 rounds of 300 sends .*; the build against a copy of itself, [\d.]+×\.$/m)
   t.match(report, /^The server with the OpenTelemetry SDK \(`bench\/otel-noop\.js`.*\) ended [\d,]+ spans over its warm-up and runs\.$/m)
-  // Twenty-eight targets, each with a verdict, and one figure reported with no goal.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 28)
+  t.match(report, /\| message\/send CPU per request, deduplicated vs not \(memory\) \| [\d.]+× \| ≤ 1\.1× \|/)
+  t.match(report, /\| message\/send CPU per request, deduplicated vs not \(Redis\) \| [\d.]+× \| ≤ 1\.1× \|/)
+  // Thirty targets, each with a verdict, and one figure reported with no goal.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 30)
   t.match(report, /^\| message\/send with the SDK and a no-op exporter vs no SDK \(CPU per request; req\/s\) \| [\d.]+×; [\d.]+× \| – \| reported \|$/m)
   t.equal(report.match(/\| reported \|$/gm)?.length, 1)
 })

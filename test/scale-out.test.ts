@@ -54,9 +54,10 @@ t.test('what a send or a stream costs Redis: one round trip per write, and one w
     const mine = sent.filter(args => args.some(arg => String(arg).includes(id)))
     t.same(mine.map(args => String(args[0]).toLowerCase()).filter(name => name !== 'evalsha'), [],
       `task ${id}: only scripts, no SUBSCRIBE, PUBLISH, HGET or ZREM`)
-    t.equal(mine.length, writes, writes === 1
-      ? 'at once: the task stored once, finished'
-      : 'an async generator: the task stored in progress, then its artifact and its completion')
+    // Each send first claims its messageId (docs/protocol.md, "Idempotent sends"): one script, naming the task.
+    t.equal(mine.length, writes + 1, writes === 1
+      ? 'at once: the claim, then the task stored once, finished'
+      : 'an async generator: the claim, then the task stored in progress, then its artifact and its completion')
   }
 })
 
@@ -142,7 +143,12 @@ t.test('row 16: with tasks.ttl: 1, 300 expired tasks leave no index entries behi
     const ttls = await Promise.all(ids.map(async id => await client.pttl(`a2a:task:t:${id}`)))
     t.fail('the index entries of expired tasks were pruned', { left, ttls })
   }
-  t.same(await client.keys('a2a:task:*'), ['a2a:task:seq'], 'nothing is left of the tasks but the sequence counter')
+  // The claims of the sends' messageIds stay for their window (tasks.dedupe_window), expiring on their own.
+  const keys = await client.keys('a2a:task:*')
+  const claims = keys.filter(key => key.startsWith('a2a:task:sent:'))
+  t.equal(claims.length, 300, 'a claim per send')
+  t.ok((await Promise.all(claims.map(async key => await client.pttl(key)))).every(ms => ms > 0 && ms <= 600_000), 'each expiring with the window')
+  t.same(keys.filter(key => !claims.includes(key)), ['a2a:task:seq'], 'nothing is left of the tasks but the sequence counter')
   t.same((await call(a, 'tasks/list', {})).body.result.tasks, [], 'list still works')
   const sent = await call(a, 'message/send', { message: userMessage('one more') })
   t.same((await call(a, 'tasks/list', {})).body.result.tasks.map((x: any) => x.id), [sent.body.result.id])

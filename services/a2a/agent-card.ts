@@ -1,4 +1,5 @@
 import { DEFAULT_AGENT_DESCRIPTION, type A2AConfig, type Skill } from '../../schemas/config.js'
+import { cardExtensions, type AgentExtension } from './extensions.js'
 
 /** A binding's name, as v1.0 `protocolBinding` and v0.3 `transport` write it. */
 export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON' | 'GRPC'
@@ -35,7 +36,7 @@ export interface AgentCard {
   version: string
   preferredTransport: 'JSONRPC'
   additionalInterfaces: Array<{ url: string, transport: ProtocolBinding }>
-  capabilities: { streaming: boolean, pushNotifications: boolean, extendedAgentCard: boolean, stateTransitionHistory: boolean }
+  capabilities: { streaming: boolean, pushNotifications: boolean, extendedAgentCard: boolean, stateTransitionHistory: boolean, extensions?: AgentExtension[] }
   defaultInputModes: string[]
   defaultOutputModes: string[]
   skills: AgentSkill[]
@@ -66,7 +67,7 @@ export interface V1AgentCard {
   description: string
   supportedInterfaces: AgentInterface[]
   version: string
-  capabilities: { streaming: boolean, pushNotifications: boolean, extendedAgentCard: boolean }
+  capabilities: { streaming: boolean, pushNotifications: boolean, extendedAgentCard: boolean, extensions?: AgentExtension[] }
   securitySchemes?: Record<string, SecurityScheme>
   securityRequirements?: SecurityRequirement[]
   defaultInputModes: string[]
@@ -285,6 +286,9 @@ export function buildAgentCard (config: A2AConfig, opts: CardOptions): AgentCard
     supportsAuthenticatedExtendedCard: secured
   }
   if (security !== undefined) Object.assign(card, security)
+  // The same `AgentExtension` list in both versions (docs/protocol.md, "Extensions"); none: no field.
+  const extensions = cardExtensions(config)
+  if (extensions.length > 0) card.capabilities.extensions = extensions
   return card
 }
 
@@ -307,6 +311,7 @@ export function v1Card (card: AgentCard): V1AgentCard {
     defaultOutputModes: card.defaultOutputModes,
     skills: card.skills.map(v1Skill)
   }
+  if (card.capabilities.extensions !== undefined) out.capabilities.extensions = card.capabilities.extensions
   if (card.securitySchemes !== undefined) {
     out.securitySchemes = Object.fromEntries(Object.entries(card.securitySchemes).map(([name, s]) => [name, v1SecurityScheme(s)]))
   }

@@ -5,8 +5,9 @@ import type { Principal } from '../auth/principal.js'
 import { JsonRpcError, RpcCode, contentTypeNotSupported, invalidParams } from '../kernel/errors.js'
 import type { MaybePromise } from '../kernel/maybe-promise.js'
 import type { PushService } from '../push/service.js'
-import type { StoredTask } from '../tasks/store.js'
-import type { SettledTask, TaskService } from '../tasks/task-service.js'
+import type { SendClaim, StoredTask } from '../tasks/store.js'
+import type { DuplicateSend, SendDedupe } from '../tasks/dedupe.js'
+import type { SendOptions, SettledTask, TaskService } from '../tasks/task-service.js'
 import { TaskEventStream, type Resume } from '../tasks/task-stream.js'
 import { streamEncoder, type Wire } from './stream-encoders.js'
 import { isTerminal } from '../tasks/states.js'
@@ -28,6 +29,8 @@ export interface SendInput {
   pushField: string
   /** The version's refusal of a push config while push notifications are off (v0.3: -32601, v1.0: -32003). */
   pushOff: () => JsonRpcError
+  /** The extensions the request activated (docs/protocol.md, "Extensions"): the executor sees them. */
+  extensions?: readonly string[]
 }
 
 export interface ListInput {
@@ -122,22 +125,48 @@ export class A2AOperations {
    */
   send (input: SendInput, principal: Principal, wait: boolean): MaybePromise<SettledTask> {
     this.#checkMessage(input)
-    const routed = this.#route(input, principal)
+    const dedupe = this.tasks.dedupe
+    if (dedupe === undefined) return this.#settled(this.#route(input, principal), wait)
+    // Idempotent sends (docs/protocol.md): the messageId is claimed before the task is made or joined.
+    const claimed = dedupe.claim(input.message, principal)
+    if (claimed instanceof Promise) return claimed.then(found => this.#sendClaimed(dedupe, found, input, principal, wait))
+    return this.#sendClaimed(dedupe, claimed, input, principal, wait)
+  }
+
+  /** A send's task, once it has settled unless `wait` is false. */
+  #settled (routed: MaybePromise<StoredTask>, wait: boolean): MaybePromise<SettledTask> {
     if (!wait) return routed
     if (routed instanceof Promise) return routed.then(record => this.tasks.waitSettled(record, this.#timeoutMs))
     return this.tasks.waitSettled(routed, this.#timeoutMs)
+  }
+
+  /**
+   * The first send of a messageId, or a duplicate: the first send's task, as it stands or once it has settled, as the
+   * first send's answer was (no second run).
+   */
+  #sendClaimed (dedupe: SendDedupe, claimed: SendClaim | DuplicateSend, input: SendInput, principal: Principal, wait: boolean): MaybePromise<SettledTask> {
+    if (!isDuplicate(claimed)) return this.#settled(dedupe.run(claimed, () => this.#route(input, principal, undefined, claimed.taskId)), wait)
+    if (!wait || dedupe.answered(claimed)) return claimed.duplicate
+    return this.tasks.waitSettled(claimed.duplicate, this.#timeoutMs)
   }
 
   /** Sends a message and follows its task: the stream of its events, in `wire`, until it settles. */
   async stream (input: SendInput, principal: Principal, wire: Wire): Promise<TaskEventStream> {
     this.#checkMessage(input)
     const { message } = input
+    const dedupe = this.tasks.dedupe
+    let route = (joined?: (record: StoredTask) => void): MaybePromise<StoredTask> => this.#route(input, principal, joined)
+    if (dedupe !== undefined) {
+      const claimed = await dedupe.claim(message, principal)
+      if (isDuplicate(claimed)) return await this.#followDuplicate(claimed, input, principal, wire)
+      route = joined => dedupe.run(claimed, () => this.#route(input, principal, joined, claimed.taskId))
+    }
     if (message.taskId !== undefined) {
       // Subscribed before the message joins: the events of its turn cannot be missed.
       const events = this.#streamOf(message.taskId, wire, 'message')
       try {
         await events.ready
-        return events.start(await this.#route(input, principal))
+        return events.start(await route())
       } catch (err) {
         events.close()
         throw err
@@ -146,7 +175,7 @@ export class A2AOperations {
     // The task is stored before the first event is written, and followed before it starts.
     let events: TaskEventStream | undefined
     try {
-      await this.#route(input, principal, record => {
+      await route(record => {
         // Its run is in this process, which writes its events: no subscription in Redis (see TaskService.start).
         events = this.#streamOf(record.task.id, wire, 'message', true).start(record)
       })
@@ -159,6 +188,22 @@ export class A2AOperations {
   }
 
   /**
+   * The stream a duplicate of a streamed message gets: the first send's task, followed until it settles. A new task's
+   * stream is replayed from its first event, as a stream resumed after event 0 is, when its events are kept from the
+   * first (the write after its creation, version 2); else, and for a message that continued a task, it starts from the
+   * task's snapshot, as a resubscribe does.
+   */
+  #followDuplicate ({ duplicate }: DuplicateSend, input: SendInput, principal: Principal, wire: Wire): Promise<TaskEventStream> {
+    const id = duplicate.task.id
+    const fresh = input.message.taskId === undefined
+    return this.#follow(id, principal, wire, undefined, async () => {
+      if (!fresh || wire === 'default') return undefined
+      const kept = await this.tasks.store.eventsAfter(id, 0)
+      return kept !== null && kept.length > 0 && kept[0].version === 2 ? { after: 0, kept } : undefined
+    })
+  }
+
+  /**
    * Follows a task: its snapshot, then live events until it settles. `terminal` is the error for a task that has
    * ended (v1.0 refuses it); without it, such a task gets its snapshot and the stream ends (v0.3), as a task
    * waiting for input does in both. `lastEventId` (a client's `Last-Event-ID`, docs/architecture.md, "Resumable streams") resumes
@@ -166,17 +211,23 @@ export class A2AOperations {
    * as a resync when its events are no longer kept.
    */
   async subscribe (id: string, principal: Principal, wire: Wire, terminal?: (task: Task) => JsonRpcError, lastEventId?: number): Promise<TaskEventStream> {
+    return await this.#follow(id, principal, wire, terminal, async record => {
+      if (lastEventId === undefined) return undefined
+      if (lastEventId > record.version) {
+        throw invalidParams(`lastEventId: ${lastEventId} is not an event of task "${id}" (its last is ${record.version})`)
+      }
+      return wire === 'default' ? undefined : { after: lastEventId, kept: await this.tasks.store.eventsAfter(id, lastEventId) }
+    })
+  }
+
+  /** Follows a task from its snapshot, read once subscribed, or from where `resumeAt` says. */
+  async #follow (id: string, principal: Principal, wire: Wire, terminal: ((task: Task) => JsonRpcError) | undefined,
+    resumeAt: (record: StoredTask) => Promise<Resume | undefined>): Promise<TaskEventStream> {
     const events = this.#streamOf(id, wire, 'resubscribe')
     try {
       await events.ready
       const record = await this.tasks.get(id, principal)
-      let resume: Resume | undefined
-      if (lastEventId !== undefined) {
-        if (lastEventId > record.version) {
-          throw invalidParams(`lastEventId: ${lastEventId} is not an event of task "${id}" (its last is ${record.version})`)
-        }
-        if (wire !== 'default') resume = { after: lastEventId, kept: await this.tasks.store.eventsAfter(id, lastEventId) }
-      }
+      const resume = await resumeAt(record)
       // A resume whose events are no longer kept (`kept` null) gets the task marked as a resync, then the end, in
       // every version: a client that missed how the task ended learns it (docs/architecture.md, "Resumable streams").
       if (terminal !== undefined && isTerminal(record.task.status.state) && (resume === undefined || resume.kept?.length === 0)) {
@@ -221,18 +272,28 @@ export class A2AOperations {
    * stored before the executor starts, so the first state change is delivered (CONTRACT.md §5). A new task in a
    * store in this process, with no push config, is made and started at once.
    */
-  #route (input: SendInput, principal: Principal, joined?: (record: StoredTask) => void): MaybePromise<StoredTask> {
+  #route (input: SendInput, principal: Principal, joined?: (record: StoredTask) => void, id?: string): MaybePromise<StoredTask> {
     const { message, pushConfig, pushVersion } = input
     if (message.taskId !== undefined) return this.#join(message.taskId, message, principal, input)
     const attach = pushConfig === undefined ? undefined : (taskId: string) => (this.push as PushService).set(taskId, pushConfig, pushVersion)
-    return this.tasks.start(message, principal, input.metadata, attach, joined)
+    return this.tasks.start(message, principal, input.metadata, attach, joined, id, extensionsOf(input))
   }
 
   async #join (taskId: string, message: Message, principal: Principal, input: SendInput): Promise<StoredTask> {
     await this.tasks.get(taskId, principal)
     if (input.pushConfig !== undefined) await (this.push as PushService).set(taskId, input.pushConfig, input.pushVersion)
-    return this.tasks.join(taskId, message, principal)
+    return this.tasks.join(taskId, message, principal, extensionsOf(input))
   }
+}
+
+/** The task service's send options of a send: the extensions its request activated, when it activated any. */
+function extensionsOf ({ extensions }: SendInput): SendOptions | undefined {
+  return extensions === undefined || extensions.length === 0 ? undefined : { extensions }
+}
+
+/** A claim's answer is the first send's task: this send is a duplicate. */
+function isDuplicate (claimed: SendClaim | DuplicateSend): claimed is DuplicateSend {
+  return 'duplicate' in claimed
 }
 
 /** The media type a part is read as: its file's mimeType, JSON for data, plain text for text. */

@@ -29,6 +29,12 @@ export interface ExecutionContext {
    * of the newest. The task service provides it; a context built by other means may leave it out.
    */
   readonly contextHistory?: (limit?: number) => Promise<Task[]>
+  /**
+   * The extensions the request that sent this message activated: the URIs, among those the agent card declares, that
+   * its `A2A-Extensions` header listed (docs/protocol.md, "Extensions"). Empty when none. The task service provides
+   * it; a context built by other means may leave it out.
+   */
+  readonly extensions?: readonly string[]
 }
 
 /** Agent message content: text, or parts. */

@@ -70,6 +70,20 @@ agent:
   #     description: Repeats the text it is given
   #     tags: [text]
   #     examples: [hello]
+  # Extensions the card declares. A required one must be activated by the client (the A2A-Extensions header),
+  # else its request is refused.
+  extensions: ${y(d.agent.extensions)}
+  # extensions:
+  #   - uri: https://example.com/ext/citations/v1
+  #     description: Answers cite their sources
+  #     required: false
+  #     params: { style: short }
+  # Sign the agent card (JWS, A2A v1.0 section 8.4) with this private key: PEM or JWK text, or a file's path.
+  # card_signing:
+  #   key: ./card-key.pem
+  #   alg: ES256            # ES256 | RS256 | EdDSA
+  #   kid: card-2026        # default: the key's thumbprint
+  #   jku: https://agent.example.com/.well-known/jwks.json
   # Media types the agent accepts and answers with, when a skill does not say.
   input_modes: ${y(d.agent.input_modes)}
   output_modes: ${y(d.agent.output_modes)}
@@ -258,6 +272,9 @@ tasks:
   # kvcache and postgres: seconds an instance's lease on a running task lasts unrenewed (renewed every third of it).
   # When the instance dies, another one fails its running tasks once their leases expire and a grace as long has passed.
   lease_ttl: ${y(d.tasks.lease_ttl)}
+  # Seconds a send's messageId stays bound to the task it made, per principal: the same message sent again (a
+  # client's retry) gets that task, and the agent does not run twice. 0 turns it off.
+  dedupe_window: ${y(d.tasks.dedupe_window)}
 
 # Backing services, by any name. The first entry with type: cache is the Redis of the kvcache backends;
 # env REDIS_URL replaces its url (and creates services.cache when there is none). The entry named postgres is the

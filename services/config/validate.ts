@@ -6,6 +6,7 @@ import { problemLine, schemaProblems, type ConfigSources } from './explain.js'
 import { postgresService } from './postgres-service.js'
 import { isSealingKey } from '../push/sealing.js'
 import { configError, isPlainObject, setOwn } from './problems.js'
+import { signingKeyOf, type SigningKeyError } from './signing-key.js'
 
 export type { ConfigSources } from './explain.js'
 
@@ -117,6 +118,24 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
   if (push.previous_encryption_keys.length > 0 && push.encryption_key === '') {
     problems.push('push_notifications.previous_encryption_keys: needs push_notifications.encryption_key (the key configs are sealed with now)')
   }
+
+  // The key is read here, once (signers reuse it), and never echoed: the line says what is wrong with it.
+  if (config.agent.card_signing !== undefined) {
+    try {
+      signingKeyOf(config.agent.card_signing)
+    } catch (err) {
+      problems.push(`agent.card_signing.key: ${(err as SigningKeyError).message}`)
+    }
+  }
+
+  // Extensions (docs/protocol.md, "Extensions"): a URI once each, and none of ours (services/a2a/extensions.ts).
+  const extensionUris = new Set<string>()
+  config.agent.extensions.forEach(({ uri }, i) => {
+    if (uri !== uri.trim() || uri.includes(',')) problems.push(`agent.extensions.${i}.uri: must be a URI, without spaces or commas`)
+    else if (uri.startsWith('urn:fastify-a2a:')) problems.push(`agent.extensions.${i}.uri: ${uri} is reserved by fastify-a2a`)
+    else if (extensionUris.has(uri)) problems.push(`agent.extensions.${i}.uri: ${uri} is declared twice`)
+    extensionUris.add(uri)
+  })
 
   // These values may come from the environment (REDIS_URL, ${VAR}): their lines say so. A URL is never echoed.
   const checkUrl = (path: string[], value: string, protocols: string[]) => {

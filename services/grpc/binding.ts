@@ -1,5 +1,5 @@
 import {
-  type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
+  Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition,
   type UntypedServiceImplementation
 } from '@grpc/grpc-js'
 import type { ServerHttp2Stream } from 'node:http2'
@@ -11,6 +11,7 @@ import type { AuditedCaller, Caller } from '../../plugins/auth.js'
 import type { EventSource, StreamClaim, StreamHub } from '../../plugins/sse.js'
 import type { Principal } from '../auth/principal.js'
 import { majorMinor, versionRefusal } from '../a2a/version.js'
+import { EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, activatedHeaders } from '../a2a/extensions.js'
 import { JsonRpcError, RpcCode, invalidParams } from '../kernel/errors.js'
 import { resolveMethod, toJsonRpcError } from '../json-rpc/dispatch.js'
 import type { MethodContext, MethodRegistry } from '../json-rpc/registry.js'
@@ -257,7 +258,14 @@ export class GrpcBinding {
     }
     if (claim !== undefined) await claim.own(principal.id)
     this.#opts.audit(caller, label)
-    return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, headers, spec.wire))
+    // The extensions the call activates (docs/protocol.md, "Extensions"), said back in the response's metadata.
+    const extensions = this.#opts.registry.extensions.activate(extensionMetadata(call.metadata), spec.method)
+    if (extensions.length > 0) {
+      const metadata = new Metadata()
+      for (const [name, value] of Object.entries(activatedHeaders(extensions, spec.method))) metadata.set(name, value)
+      call.sendMetadata(metadata)
+    }
+    return await resolved.method.handler(resolved.params, contextOf(principal, this.#opts.log, headers, extensions, spec.wire))
   }
 
   #stream (call: ServerWritableStream<Json, unknown>, spec: RpcSpec, version: string, label: string, type: protobuf.Type): void {
@@ -357,6 +365,21 @@ function versionError (metadata: Metadata, version: string): JsonRpcError | unde
  * The method's context for a call. (A StreamResponse has no field for an event id, so gRPC streams are not resumed
  * after an event: a client that lost one follows its task again with SubscribeToTask, the snapshot first.)
  */
-function contextOf (principal: Principal, log: Logger, headers: Record<string, string>, wire?: 'rest03'): MethodContext {
-  return wire === undefined ? { principal, log, id: null, binding: 'grpc', headers } : { principal, log, id: null, binding: 'grpc', headers, wire }
+function contextOf (principal: Principal, log: Logger, headers: Record<string, string>, extensions: readonly string[], wire?: 'rest03'): MethodContext {
+  return wire === undefined
+    ? { principal, log, id: null, binding: 'grpc', headers, extensions }
+    : { principal, log, id: null, binding: 'grpc', headers, extensions, wire }
+}
+
+/**
+ * The call's activation metadata, `a2a-extensions` (and v0.3's `x-a2a-extensions`), each as one comma-separated
+ * value: a client may send a key more than once.
+ */
+function extensionMetadata (metadata: Metadata): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const key of [EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER]) {
+    const values = metadata.get(key)
+    if (values.length > 0) out[key] = values.map(String).join(',')
+  }
+  return out
 }

@@ -64,7 +64,10 @@ export const V03_RPCS: Readonly<Record<string, RpcSpec>> = {
  * dropped when it is written).
  */
 export function agentCard03 (card: AgentCard): Json {
-  const out: Json = { ...card, skills: card.skills.map(skill => skill.security === undefined ? skill : { ...skill, security: v1Requirements(skill.security) }) }
+  // A signature is made over the card as v1.0 reads it (services/a2a/card-signing.ts), and this form has no
+  // supportedInterfaces to verify it with: v0.3 gRPC clients get the card unsigned (docs/protocol.md, "Signed cards").
+  const { signatures: _, ...unsigned } = card as AgentCard & { signatures?: unknown }
+  const out: Json = { ...unsigned, skills: card.skills.map(skill => skill.security === undefined ? skill : { ...skill, security: v1Requirements(skill.security) }) }
   if (card.securitySchemes !== undefined) {
     out.securitySchemes = Object.fromEntries(Object.entries(card.securitySchemes).map(([name, scheme]) => [name, v1SecurityScheme(scheme)]))
   }

@@ -10,9 +10,10 @@ export const TOOL_METHODS = ['status', 'capabilities', 'list_directory'] as cons
 
 /**
  * Tools for an executor, bound to the task's principal. A call goes through the same registry entry as the
- * JSON-RPC method: the same scopes, the same params validation, the same handler.
+ * JSON-RPC method: the same scopes, the same params validation, the same handler. `extensions`: the ones the request
+ * that sent the message activated (a tool call serves that request: the same required check, the same hooks).
  */
-export function createAgentTools (registry: MethodRegistry, principal: Principal, log: Logger): AgentTools {
+export function createAgentTools (registry: MethodRegistry, principal: Principal, log: Logger, extensions: readonly string[] = []): AgentTools {
   return {
     available () {
       return TOOL_METHODS.filter(name => {
@@ -25,7 +26,7 @@ export function createAgentTools (registry: MethodRegistry, principal: Principal
         throw invalidParams(`tool "${name}" does not exist`)
       }
       const { method, params } = resolveMethod(registry, { id: null, method: name, params: args }, principal)
-      return method.handler(params, { principal, log, id: null })
+      return method.handler(params, { principal, log, id: null, extensions })
     }
   }
 }

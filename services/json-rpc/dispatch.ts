@@ -136,13 +136,14 @@ export interface Outcome {
 /**
  * Runs one request to its response. Errors never escape: they become the response. A handler that answers at once
  * (not through a promise) is answered at once, with no promise made on the way. `headers`: the HTTP request's (its
- * trace context).
+ * trace context); `extensions`: the ones it activated (docs/protocol.md, "Extensions").
  */
-export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger, headers?: object): MaybePromise<Outcome> {
+export function dispatch (registry: MethodRegistry, req: JsonRpcRequest, principal: Principal, log: Logger, headers?: object,
+  extensions?: readonly string[]): MaybePromise<Outcome> {
   let result: unknown
   try {
     const { method, params } = resolveMethod(registry, req, principal)
-    result = method.handler(params, headers === undefined ? { principal, log, id: req.id } : { principal, log, id: req.id, headers })
+    result = method.handler(params, headers === undefined ? { principal, log, id: req.id } : { principal, log, id: req.id, headers, extensions })
   } catch (err) {
     return failed(req, err, log)
   }

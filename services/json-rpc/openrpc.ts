@@ -68,6 +68,7 @@ export const ERRORS: Readonly<Record<string, OpenRpcError>> = {
   UnsupportedOperation: { code: RpcCode.unsupportedOperation, message: 'Unsupported operation' },
   ContentTypeNotSupported: { code: RpcCode.contentTypeNotSupported, message: 'Incompatible content types' },
   ExtendedAgentCardNotConfigured: { code: RpcCode.extendedCardNotConfigured, message: 'Extended agent card not configured' },
+  ExtensionSupportRequired: { code: RpcCode.extensionSupportRequired, message: 'Extension support required' },
   VersionNotSupported: { code: RpcCode.versionNotSupported, message: 'Version not supported' },
   Unauthenticated: { code: RpcCode.unauthenticated, message: 'Unauthenticated' },
   InsufficientScope: { code: RpcCode.insufficientScope, message: 'Insufficient scope' },
@@ -193,6 +194,7 @@ export function createDiscoverMethod (render: () => RenderedOpenRpc): MethodDefi
     name: DISCOVER_METHOD,
     summary: 'Returns the OpenRPC document of this service: every method with its params, result and errors.',
     result: OpenRpcDocumentSchema,
+    discovery: true,
     handler: () => render().document
   }
 }

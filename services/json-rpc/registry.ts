@@ -2,9 +2,10 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { Static, TSchema } from '@sinclair/typebox'
 import type { Logger } from '../kernel/logger.js'
 import type { Principal } from '../auth/principal.js'
-import { invalidParams } from '../kernel/errors.js'
+import { RpcCode, invalidParams } from '../kernel/errors.js'
 import { activeSpanRecords, traced } from '../kernel/tracing.js'
 import { isV10Method } from '../a2a/version.js'
+import { ExtensionSupport } from '../a2a/extensions.js'
 
 export type JsonRpcId = string | number | null
 
@@ -25,6 +26,11 @@ export interface MethodContext {
   readonly binding?: 'http+json' | 'grpc'
   /** The request's headers (gRPC: its metadata): a `traceparent` among them is the parent of the operation's span. */
   readonly headers?: object
+  /**
+   * The extensions the request activated (`ExtensionSupport.activate`: the declared ones its `A2A-Extensions` header
+   * lists). Absent: none. The registry refuses the call before its handler when a required one is missing.
+   */
+  readonly extensions?: readonly string[]
 }
 
 export interface MethodDefinition<S extends TSchema = TSchema> {
@@ -48,6 +54,11 @@ export interface MethodDefinition<S extends TSchema = TSchema> {
   readonly streaming?: boolean
   /** Error codes the method can answer with, besides the generic ones (for documentation). */
   readonly errors?: readonly number[]
+  /**
+   * Served without the extensions the card marks required: the card methods, which tell a client what it must
+   * activate (docs/protocol.md, "Extensions"). Their hooks still run when activated.
+   */
+  readonly discovery?: boolean
   readonly handler: (params: Static<S>, ctx: MethodContext) => unknown
 }
 
@@ -85,9 +96,12 @@ function validatorOf (schema: TSchema): ValidateFunction {
 export class MethodRegistry {
   readonly #methods = new Map<string, RegisteredMethod>()
   readonly #scopeOverrides: Readonly<Record<string, readonly string[]>>
+  /** The extensions the card declares: what a request activates, which are required, and their hooks. */
+  readonly extensions: ExtensionSupport
 
-  constructor (scopeOverrides: Readonly<Record<string, readonly string[]>> = {}) {
+  constructor (scopeOverrides: Readonly<Record<string, readonly string[]>> = {}, extensions = new ExtensionSupport()) {
     this.#scopeOverrides = scopeOverrides
+    this.extensions = extensions
   }
 
   add<S extends TSchema> (def: MethodDefinition<S>): this {
@@ -97,8 +111,14 @@ export class MethodRegistry {
     const scopes = Object.hasOwn(overrides, def.name)
       ? overrides[def.name]
       : def.twin !== undefined && Object.hasOwn(overrides, def.twin) ? overrides[def.twin] : (def.scopes ?? [])
-    const handler = tracedHandler(def.name, def.handler as MethodDefinition['handler'])
-    this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), handler, scopes, validate })
+    const discovery = def.discovery === true
+    const handler = tracedHandler(def.name, this.extensions.guard(def.name, def.handler as MethodDefinition['handler'], discovery))
+    // A method refused without the required extensions says so in its documented errors (OpenRPC).
+    const refusal = discovery || this.extensions.required.length === 0
+      ? undefined
+      : isV10Method(def.name) ? RpcCode.extensionSupportRequired : RpcCode.invalidParams
+    const errors = refusal === undefined || def.errors?.includes(refusal) === true ? def.errors : [...(def.errors ?? []), refusal]
+    this.#methods.set(def.name, { ...(def as unknown as MethodDefinition), handler, scopes, validate, errors })
     return this
   }
 

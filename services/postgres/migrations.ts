@@ -4,7 +4,7 @@
 // text it was written as (`text`, not `jsonb`, which reorders keys).
 
 import { DELIVERY_TRACES, DURABLE_DELIVERY, PUSH_CONFIGS } from './sql-push.js'
-import { INSTANCES, ONE_CALL_INSERTS, TASK_LEASES, TASKS } from './sql-tasks.js'
+import { INSTANCES, ONE_CALL_INSERTS, SEND_CLAIMS, TASK_LEASES, TASKS } from './sql-tasks.js'
 
 export interface Migration {
   readonly version: number
@@ -19,7 +19,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'instances on postgres', sql: INSTANCES },
   { version: 5, name: 'durable webhook delivery', sql: DURABLE_DELIVERY },
   { version: 6, name: 'one-call inserts', sql: ONE_CALL_INSERTS },
-  { version: 7, name: 'delivery traces', sql: DELIVERY_TRACES }
+  { version: 7, name: 'delivery traces', sql: DELIVERY_TRACES },
+  { version: 8, name: 'send claims', sql: SEND_CLAIMS }
 ]
 
 /** The schema version this code is written for: the last migration's. */

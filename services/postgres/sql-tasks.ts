@@ -274,3 +274,50 @@ BEGIN
 END
 $fn$;
 `
+
+/**
+ * Migration 8: the claims of idempotent sends (docs/protocol.md, "Idempotent sends"), one row per principal and
+ * messageId while the window lasts. The primary key makes the first claim win across instances: `a2a_claim_send`
+ * inserts the claim, or takes the key over when the claim there has expired or is exactly the one given (`p_over_*`:
+ * a claim whose task never came), and otherwise answers the claim that holds it, as `<at> <hash> <taskId>`; NULL when
+ * it took the key. Expired rows are deleted with the expired tasks.
+ */
+export const SEND_CLAIMS = `
+CREATE TABLE a2a_send_claims (
+  owner text NOT NULL,
+  message_id text NOT NULL,
+  task_id text NOT NULL,
+  hash text NOT NULL,
+  -- ms since the epoch: when the claim was taken, and when its window closes.
+  claimed_at bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (owner, message_id)
+);
+CREATE INDEX a2a_send_claims_expiring ON a2a_send_claims (expires_at);
+
+CREATE FUNCTION a2a_claim_send (p_owner text, p_message text, p_task text, p_hash text, p_at bigint, p_now bigint,
+  p_window bigint, p_over_task text, p_over_hash text, p_over_at bigint) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  held text;
+BEGIN
+  LOOP
+    INSERT INTO a2a_send_claims AS c (owner, message_id, task_id, hash, claimed_at, expires_at)
+    VALUES (p_owner, p_message, p_task, p_hash, p_at, p_now + p_window)
+    ON CONFLICT (owner, message_id) DO UPDATE SET task_id = EXCLUDED.task_id, hash = EXCLUDED.hash,
+      claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
+    WHERE c.expires_at <= p_now OR (c.task_id = p_over_task AND c.hash = p_over_hash AND c.claimed_at = p_over_at);
+    IF FOUND THEN
+      RETURN NULL;
+    END IF;
+    -- A statement of its own, which sees the claim that won (it committed before the insert above returned).
+    SELECT claimed_at || ' ' || hash || ' ' || task_id INTO held FROM a2a_send_claims
+    WHERE owner = p_owner AND message_id = p_message;
+    -- Deleted in between (expired): claim again.
+    IF held IS NOT NULL THEN
+      RETURN held;
+    END IF;
+  END LOOP;
+END
+$fn$;
+`

@@ -59,6 +59,7 @@ export class A2AMetrics {
   readonly #deliveries: Counter<'outcome'>
   readonly #retries: Counter
   readonly #introspection: Counter<'result'>
+  readonly #deduplicated: Counter
 
   constructor (opts: MetricsOptions) {
     this.#knownMethod = opts.knownMethod
@@ -98,6 +99,11 @@ export class A2AMetrics {
       labelNames: ['result'],
       registers
     })
+    this.#deduplicated = new Counter({
+      name: 'a2a_sends_deduplicated_total',
+      help: 'Sends answered with the task an earlier send of the same messageId made (tasks.dedupe_window): the agent did not run again.',
+      registers
+    })
     // Every series exists from the start, at zero.
     for (const state of TASK_STATES) this.#tasks.set({ state }, 0)
     for (const outcome of ['success', 'failure']) this.#deliveries.inc({ outcome }, 0)
@@ -126,6 +132,11 @@ export class A2AMetrics {
   readonly webhookAttempt = (outcome: AttemptOutcome): void => {
     if (outcome === 'retry') this.#retries.inc()
     else this.#deliveries.inc({ outcome: outcome === 'delivered' ? 'success' : 'failure' })
+  }
+
+  /** A send was a duplicate of an earlier one (services/tasks/dedupe.ts). */
+  readonly sendDeduplicated = (): void => {
+    this.#deduplicated.inc()
   }
 
   /** One introspection cache lookup (services/auth/introspection.ts). */

@@ -3,7 +3,8 @@ import { decodePageToken, encodePageToken } from './page-token.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { keptEventBytes, taskBytes, taskBytesChange } from './task-bytes.js'
 import type { TaskEvent } from './event-bus.js'
-import { keptEvent, type KeptEvent, type StoredTask, type SyncTaskStore, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { MemorySendClaims } from './send-claims.js'
+import { keptEvent, type KeptEvent, type SendClaim, type StoredTask, type SyncTaskStore, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 
 export interface MemoryTaskStoreOptions {
   /** `tasks.max_tasks`: at most this many tasks are held. */
@@ -87,6 +88,8 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   readonly #maxEvents: number
   readonly #replayTtlMs: number
   #seq = 0
+  /** The claims of idempotent sends: at most `tasks.max_tasks`, as many as the tasks they name. */
+  readonly #claims: MemorySendClaims
 
   constructor (opts: MemoryTaskStoreOptions) {
     this.#maxTasks = opts.maxTasks
@@ -98,6 +101,20 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
     this.#maxEvents = replay.maxEvents
     this.#replayTtlMs = replay.ttlSeconds * 1000
     this.#timer = setInterval(() => this.sweep(), opts.sweepIntervalMs ?? DEFAULT_SWEEP_MS).unref()
+    this.#claims = new MemorySendClaims(opts.maxTasks, this.#now)
+  }
+
+  claimSend (claim: SendClaim, windowMs: number, over?: SendClaim): SendClaim | null {
+    return this.#claims.claim(claim, windowMs, over)
+  }
+
+  releaseSend (claim: SendClaim): void {
+    this.#claims.release(claim)
+  }
+
+  /** Claims of idempotent sends held. */
+  get claims (): number {
+    return this.#claims.size
   }
 
   get size (): number {

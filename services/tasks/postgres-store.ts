@@ -3,7 +3,8 @@ import { LiveTaskLimit, TaskConflict } from '../kernel/errors.js'
 import { storeQuery } from '../postgres/query.js'
 import { decodePageToken, encodePageToken } from './page-token.js'
 import { isTerminal } from './states.js'
-import { keptBody, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { parseClaim } from './send-claims.js'
+import { keptBody, type InsertOptions, type KeptEvent, type ReplaceOutcome, type SendClaim, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 
 export interface PostgresTaskStoreOptions {
@@ -217,11 +218,30 @@ export class PostgresTaskStore implements TaskStore {
     return { tasks, nextPageToken: found.length > query.pageSize ? encodePageToken('p', found[query.pageSize - 1].seq) : '' }
   }
 
-  /** Deletes terminal tasks past their TTL, and their events, a batch at a time; returns how many went. */
+  /**
+   * Deletes terminal tasks past their TTL, and their events, a batch at a time; returns how many went. The claims of
+   * idempotent sends whose window has closed go too, a batch at a time.
+   */
   async deleteExpired (batch = 500): Promise<number> {
     const { rowCount } = await this.#query(`DELETE FROM a2a_tasks WHERE id IN (
       SELECT id FROM a2a_tasks WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, [this.#now(), batch])
+    await this.#query(`DELETE FROM a2a_send_claims WHERE (owner, message_id) IN (
+      SELECT owner, message_id FROM a2a_send_claims WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, [this.#now(), batch])
     return rowCount as number
+  }
+
+  /** Idempotent sends: one call of `a2a_claim_send` (migration 8), a round trip before the send's task is made. */
+  async claimSend (claim: SendClaim, windowMs: number, over?: SendClaim): Promise<SendClaim | null> {
+    const { rows } = await this.#query('SELECT a2a_claim_send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS held', [
+      claim.owner, claim.messageId, claim.taskId, claim.hash, claim.at, this.#now(), windowMs, over?.taskId ?? null, over?.hash ?? null, over?.at ?? null
+    ], 'a2a_claim_send')
+    const held = rows[0].held as string | null
+    return held === null ? null : parseClaim(claim.owner, claim.messageId, held)
+  }
+
+  async releaseSend (claim: SendClaim): Promise<void> {
+    await this.#query('DELETE FROM a2a_send_claims WHERE owner = $1 AND message_id = $2 AND task_id = $3 AND hash = $4 AND claimed_at = $5',
+      [claim.owner, claim.messageId, claim.taskId, claim.hash, claim.at], 'a2a_release_send')
   }
 
   async ping (): Promise<void> {

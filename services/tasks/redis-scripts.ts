@@ -215,6 +215,22 @@ export const GET_LUA = `
 return {redis.call('HGET', KEYS[1], 'record'), redis.call('GET', KEYS[2])}
 `
 
+// Idempotent sends. KEYS: the claim key (`<prefix>sent:<owner length>:<owner><messageId>`). ARGV: the claim's text
+// (`claimText`), its PX ms (`tasks.dedupe_window`), the text of the claim it may take over ('' for none). Replies nil
+// when the claim was taken, else the text of the claim that holds the key: first claim wins, across instances.
+export const CLAIM_SEND_LUA = `
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[3] then return held end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+`
+
+// KEYS: the claim key. ARGV: the claim's text. Drops the claim if it still holds the key.
+export const RELEASE_SEND_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+`
+
 /** `[exhausted 0|1, last seq read, seq, record JSON, chunks, seq, record JSON, chunks, ...]` */
 export type ListReply = [0 | 1, string, ...string[]]
 
@@ -228,4 +244,6 @@ export interface TaskCommands {
   a2aTaskClaimInterrupted (interrupted: string, before: string, rescore: string, batch: string): Promise<string[]>
   a2aTaskList (index: string, owner: string, ...args: string[]): Promise<ListReply>
   a2aTaskPrune (expiring: string, ...args: string[]): Promise<number>
+  a2aSendClaim (claim: string, text: string, px: string, over: string): Promise<string | null>
+  a2aSendRelease (claim: string, text: string): Promise<number>
 }

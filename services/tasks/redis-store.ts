@@ -3,12 +3,13 @@ import { LiveTaskLimit, StorageUnavailable, TaskConflict } from '../kernel/error
 import { decodePageToken, encodePageToken } from './page-token.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { outboxKeys, outboxMember, type OutboxKeys } from '../push/outbox.js'
-import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
+import { claimKey, claimText, parseClaim } from './send-claims.js'
+import { keptBody, recordTail, type InsertOptions, type KeptEvent, type ReplaceOutcome, type SendClaim, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 import type { TaskEvent } from './event-bus.js'
 import type { TaskEventAnnouncer } from './redis-event-bus.js'
 import { FOLD_MIN_BYTES, assembled, isChunk } from './redis-chunks.js'
 import {
-  CLAIM_INTERRUPTED_LUA, GET_LUA, INSERT_LUA, LIST_LUA, PRUNE_LUA, REPLACE_LUA, type TaskCommands
+  CLAIM_INTERRUPTED_LUA, CLAIM_SEND_LUA, GET_LUA, INSERT_LUA, LIST_LUA, PRUNE_LUA, RELEASE_SEND_LUA, REPLACE_LUA, type TaskCommands
 } from './redis-scripts.js'
 
 export interface RedisTaskStoreOptions {
@@ -95,6 +96,9 @@ const PRUNE_ROUNDS = 50
  *                    not the owner's whole history. A write that changes the state moves the task between state
  *                    sets. A context set expires `indexTtlMs` after the last write of one of its tasks; a terminal
  *                    state set drops up to two expired members each time one is added.
+ *   sent:<n>:<owner><messageId>
+ *                    string: an idempotent send's claim (`claimText`: time, message hash, task id), PX the dedupe
+ *                    window (redis-scripts.ts, CLAIM_SEND_LUA).
  *   outbox, outbox:b the push outbox (services/push/outbox.ts): a state change of a task with push configs, by
  *                    `<taskId>.<version>`, scored by when it was written, and its record JSON.
  * An index member is `<owner length>:<owner><taskId>`, the same in every set. The indexes cannot expire themselves,
@@ -158,6 +162,8 @@ export class RedisTaskStore implements TaskStore {
     client.defineCommand('a2aTaskClaimInterrupted', { numberOfKeys: 1, lua: CLAIM_INTERRUPTED_LUA })
     client.defineCommand('a2aTaskList', { numberOfKeys: 2, lua: LIST_LUA })
     client.defineCommand('a2aTaskPrune', { numberOfKeys: 1, lua: PRUNE_LUA })
+    client.defineCommand('a2aSendClaim', { numberOfKeys: 1, lua: CLAIM_SEND_LUA })
+    client.defineCommand('a2aSendRelease', { numberOfKeys: 1, lua: RELEASE_SEND_LUA })
     this.#commands = client as unknown as TaskCommands
     const pruneMs = opts.pruneIntervalMs ?? Math.min(60_000, Math.max(1000, opts.ttlSeconds * 500))
     // A round that fails (Redis down) is simply the next round's work.
@@ -281,6 +287,20 @@ export class RedisTaskStore implements TaskStore {
     return { tasks, nextPageToken: more ? encodePageToken('r', found[3 * query.pageSize - 3]) : '' }
   }
 
+  /**
+   * Idempotent sends: one script, a round trip before the send's task is made (`TaskStore`, "Idempotent sends"); the
+   * key expires with the window.
+   */
+  async claimSend (claim: SendClaim, windowMs: number, over?: SendClaim): Promise<SendClaim | null> {
+    const held = await this.#call(() => this.#commands.a2aSendClaim(this.#claimKey(claim), claimText(claim), String(windowMs),
+      over === undefined ? '' : claimText(over)))
+    return held === null ? null : parseClaim(claim.owner, claim.messageId, held)
+  }
+
+  async releaseSend (claim: SendClaim): Promise<void> {
+    await this.#call(() => this.#commands.a2aSendRelease(this.#claimKey(claim), claimText(claim)))
+  }
+
   async ping (): Promise<void> {
     await this.#call(() => this.#client.ping())
   }
@@ -307,6 +327,10 @@ export class RedisTaskStore implements TaskStore {
 
   #taskKey (id: string): string {
     return `${this.#prefix}t:${id}`
+  }
+
+  #claimKey (claim: SendClaim): string {
+    return `${this.#prefix}sent:${claimKey(claim.owner, claim.messageId)}`
   }
 
   #chunksKey (id: string): string {

@@ -26,6 +26,9 @@ import type { StoredTask, TaskStore } from './store.js'
  */
 const READ_AHEAD = 256
 
+/** The `context.extensions` of a message whose request activated none. */
+const NO_EXTENSIONS: readonly string[] = Object.freeze([])
+
 /** A task's run in this process. */
 export interface Run {
   readonly abort: RunAbort
@@ -41,7 +44,7 @@ export interface TaskRunsOptions {
   bus: TaskEventBus
   executor: AgentExecutor
   log: Logger
-  toolsFor: (principal: Principal) => AgentTools
+  toolsFor: (principal: Principal, extensions: readonly string[]) => AgentTools
   leases: TaskLeases | undefined
   writer: TaskWriter
   now: () => number
@@ -53,7 +56,7 @@ export class TaskRuns {
   readonly #bus: TaskEventBus
   readonly #executor: AgentExecutor
   readonly #log: Logger
-  readonly #toolsFor: (principal: Principal) => AgentTools
+  readonly #toolsFor: (principal: Principal, extensions: readonly string[]) => AgentTools
   readonly #leases: TaskLeases | undefined
   readonly #writer: TaskWriter
   readonly #now: () => number
@@ -61,6 +64,8 @@ export class TaskRuns {
   readonly running = new Map<string, Run>()
   /** The sender of a message queued behind a running turn, when it is not the run's starter. */
   readonly #senders = new WeakMap<Message, Principal>()
+  /** The extensions the request that sent a message activated, when it activated any (`context.extensions`). */
+  readonly #extensions = new WeakMap<Message, readonly string[]>()
 
   constructor (opts: TaskRunsOptions) {
     this.#store = opts.store
@@ -74,9 +79,10 @@ export class TaskRuns {
   }
 
   /** Starts the executor on a task's last history message, or queues the message behind a running turn. */
-  dispatch (record: StoredTask, principal: Principal): void {
+  dispatch (record: StoredTask, principal: Principal, extensions?: readonly string[]): void {
     const message = record.task.history[record.task.history.length - 1]
-    if (this.enqueue(record.task.id, message, principal) !== undefined) return
+    if (this.enqueue(record.task.id, message, principal, extensions) !== undefined) return
+    if (extensions !== undefined) this.#extensions.set(message, extensions)
     const run: Run = { abort: new RunAbort(), queue: [message], principal, done: Promise.resolve(), ended: false }
     if (this.#store.sync === undefined) this.#writer.latest.set(record.task.id, record)
     run.done = this.#loop(record.task.id, run, record.version === 1)
@@ -91,10 +97,11 @@ export class TaskRuns {
    * Queues a message behind the task's running turn, if it has one, to run as its `sender` (tools, scopes and audit
    * are the sender's). Returns that run; undefined when the task has none.
    */
-  enqueue (taskId: string, message: Message, sender: Principal): Run | undefined {
+  enqueue (taskId: string, message: Message, sender: Principal, extensions?: readonly string[]): Run | undefined {
     const run = this.running.get(taskId)
     if (run === undefined) return undefined
     this.#senders.set(message, sender)
+    if (extensions !== undefined) this.#extensions.set(message, extensions)
     run.queue.push(message)
     return run
   }
@@ -198,15 +205,17 @@ export class TaskRuns {
     const turn: Turn = { resultArtifactId: undefined }
     const state: TaskState = record.task.status.state
     const sender = this.#senders.get(message) ?? run.principal
+    const extensions = this.#extensions.get(message) ?? NO_EXTENSIONS
     let outcome: MaybePromise<TaskState>
     try {
       const result = this.#executor(new TurnContext({
         task: record.task,
         message,
         principal: sender,
-        tools: this.#toolsFor(sender),
+        tools: this.#toolsFor(sender, extensions),
         log: this.#log,
         abort: run.abort,
+        extensions,
         contextHistory: limit => contextHistory(this.#store, record, limit)
       }))
       if (isAsyncIterable(result)) outcome = this.#iterate(taskId, result, state, turn, run)

@@ -62,6 +62,22 @@ export interface InsertOptions {
   events?: readonly TaskEvent[]
 }
 
+/**
+ * A send's claim on its principal's `messageId` (see `TaskStore`, "Idempotent sends"): what a store keeps under the
+ * key (`owner`, `messageId`) for `tasks.dedupe_window`.
+ */
+export interface SendClaim {
+  /** The id of the principal that sent the message. */
+  readonly owner: string
+  readonly messageId: string
+  /** The task the send makes (a new id) or continues (the message's `taskId`). */
+  readonly taskId: string
+  /** The message's hash (services/tasks/send-claims.ts, `messageHash`): what tells a duplicate from a reuse. */
+  readonly hash: string
+  /** When the claim was taken, ms since the epoch: a claim whose task never came is taken over after a while. */
+  readonly at: number
+}
+
 /** What `list` reads: see `TaskStore`, "Listing". */
 export interface TaskListQuery {
   /**
@@ -161,6 +177,17 @@ export interface SyncTaskStore {
  * sooner to stay within its bounds (memory: the least recently updated first). An unfinished task never expires and
  * is never evicted: its run, the lease reaper or `tasks.interrupted_ttl` makes it terminal, and then it expires.
  *
+ * Idempotent sends (docs/protocol.md, "Idempotent sends"). `claimSend(claim, windowMs)` takes the key (`owner`,
+ * `messageId`) for `windowMs` and answers null, unless a claim holds it already: then it answers that claim and writes
+ * nothing. With `over`, it also takes the key from a claim that is exactly `over` (same task id, hash and time): the
+ * task service takes over a claim whose task never came (its send failed or its instance died). Two claims of one key,
+ * from any number of instances, never both get null: the check and the write are one step (Redis: one script;
+ * PostgreSQL: an insert on the key's primary key). A claim is dropped once `windowMs` has passed, and by
+ * `releaseSend(claim)` when it is still exactly `claim` (a send refused before its task was stored). A bounded store
+ * bounds its claims too (memory: `tasks.max_tasks` of them, the oldest dropped first). The claim is taken before the
+ * send's task is made or its message appended, so before any run of the agent: the task may be stored after its first
+ * turn ran (see `sync`).
+ *
  * Optional capabilities. The members marked optional below each say what they buy and what the task service does
  * without them. A backend may leave any of them out.
  */
@@ -198,6 +225,14 @@ export interface TaskStore {
    * retention"). Returns nothing and must not throw. Without it, a store keeps only what `insert` and `replace` bring.
    */
   keep? (taskId: string, event: TaskEvent): void
+  /**
+   * Optional: takes a send's claim, or answers the claim that holds its key (see "Idempotent sends"). A store in this
+   * process answers at once. Without it (and `releaseSend`), sends are not deduplicated whatever
+   * `tasks.dedupe_window` says.
+   */
+  claimSend? (claim: SendClaim, windowMs: number, over?: SendClaim): SendClaim | null | Promise<SendClaim | null>
+  /** Drops `claim` if it still holds its key: see "Idempotent sends". Present with `claimSend`. */
+  releaseSend? (claim: SendClaim): void | Promise<void>
   /** Throws when the backend does not answer: `/ready` answers 503 meanwhile. */
   ping (): Promise<void>
   /** Stops what the store started (timers); a client it was given stays open for its owner to close. */

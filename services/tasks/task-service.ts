@@ -14,6 +14,7 @@ import { historyEntry, withStatus, type Mutation } from './mutations.js'
 import { TaskWriter, type Draft, type StatusListener } from './writer.js'
 import { TaskRuns } from './run-loop.js'
 import { TaskHousekeeping } from './housekeeping.js'
+import { SendDedupe } from './dedupe.js'
 import { withTrace, type StoredTask, type TaskListPage, type TaskListQuery, type TaskStore } from './store.js'
 
 // The task service, in four parts: this file is its public lifecycle (create, start, join, cancel, get, list, the
@@ -31,8 +32,11 @@ export interface TaskServiceOptions {
   bus: TaskEventBus
   executor: AgentExecutor
   log: Logger
-  /** The tools an executor may call, bound to the task's principal. */
-  toolsFor: (principal: Principal) => AgentTools
+  /**
+   * The tools an executor may call, bound to the task's principal and to the extensions the message's request
+   * activated (a tool call serves that request).
+   */
+  toolsFor: (principal: Principal, extensions: readonly string[]) => AgentTools
   /** kvcache: the leases on running tasks, shared by every instance (CONTRACT.md §10). */
   leases?: TaskLeases
   /**
@@ -42,11 +46,24 @@ export interface TaskServiceOptions {
   storeRetryMs?: number
   /** `tasks.interrupted_ttl` in ms: an input_required or auth_required task left this long is canceled. */
   interruptedTtlMs?: number
+  /**
+   * `tasks.dedupe_window` in ms: a principal's send of a `messageId` it sent this recently gets the task the first
+   * send made (`dedupe`). 0 or absent: off; off too with a store without `claimSend`.
+   */
+  dedupeWindowMs?: number
   now?: () => number
+}
+
+/** What a send carries besides its message, from the protocol layer (which reads it off the wire). */
+export interface SendOptions {
+  /** The extensions the request activated (docs/protocol.md, "Extensions"): the executor's `context.extensions`. */
+  readonly extensions?: readonly string[]
 }
 
 /** What a blocking wait returns: the task and the version it was read at. */
 export type SettledTask = Pick<StoredTask, 'task' | 'version'>
+
+type SendDedupeStore = TaskStore & Required<Pick<TaskStore, 'claimSend' | 'releaseSend'>>
 
 /** By default a run retries a write its store refused for this long, ms (kvcache: `tasks.lease_ttl`). */
 const DEFAULT_STORE_RETRY_MS = 30_000
@@ -66,6 +83,8 @@ export class TaskService {
   /** A task `start` stored in the state its turn had reached, by the record `start` returned: `waitSettled` reads it. */
   readonly #outcomes = new WeakMap<object, StoredTask>()
   readonly #createListeners: Array<(record: StoredTask) => void> = []
+  /** Idempotent sends, while `tasks.dedupe_window` is on and the store can claim (docs/protocol.md, "Idempotent sends"). */
+  readonly dedupe: SendDedupe | undefined
 
   constructor (opts: TaskServiceOptions) {
     const { store, bus, log, leases } = opts
@@ -74,7 +93,13 @@ export class TaskService {
     this.bus = bus
     this.#log = log
     this.#now = now
-    this.#writer = new TaskWriter({ store, bus, log, now, storeRetryMs: opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS })
+    const storeRetryMs = opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS
+    this.#writer = new TaskWriter({ store, bus, log, now, storeRetryMs })
+    const windowMs = opts.dedupeWindowMs ?? 0
+    // `releaseSend` comes with `claimSend` (`TaskStore`, "Idempotent sends").
+    this.dedupe = windowMs > 0 && store.claimSend !== undefined
+      ? new SendDedupe({ store: store as SendDedupeStore, windowMs, staleMs: storeRetryMs, now, log })
+      : undefined
     this.#runs = new TaskRuns({ store, bus, log, leases, now, executor: opts.executor, toolsFor: opts.toolsFor, writer: this.#writer })
     this.#housekeeping = new TaskHousekeeping({
       store, log, leases, now, runs: this.#runs, update: (id, mutate) => this.update(id, mutate), interruptedTtlMs: opts.interruptedTtlMs ?? Infinity
@@ -141,8 +166,7 @@ export class TaskService {
    * is made. With a store in this process and nothing to prepare, the task is stored before this returns.
    */
   create (message: Message, principal: Principal, metadata?: Record<string, unknown> | null,
-    prepare?: (taskId: string) => Promise<unknown>): MaybePromise<StoredTask> {
-    const id = newId()
+    prepare?: (taskId: string) => Promise<unknown>, id = newId()): MaybePromise<StoredTask> {
     if (prepare !== undefined) return prepare(id).then(() => this.#insert(id, message, principal, metadata))
     return this.#insert(id, message, principal, metadata)
   }
@@ -152,26 +176,27 @@ export class TaskService {
    * store across the network, with nothing to prepare, the task's first turn runs before the task is stored, as far
    * as it runs at once: the task is then stored in one write, in the state the turn left it in (a task whose executor
    * answered at once is stored once, finished, instead of once per change), and its events are published once it is
-   * stored. Either way the task is stored when the promise resolves, to the task as it was created.
+   * stored. Either way the task is stored when the promise resolves, to the task as it was created. `id` is the new
+   * task's id (a send's claim names it); a new one by default.
    */
   start (message: Message, principal: Principal, metadata: Record<string, unknown> | null | undefined,
-    prepare?: (taskId: string) => Promise<unknown>, started?: (record: StoredTask) => void): MaybePromise<StoredTask> {
+    prepare?: (taskId: string) => Promise<unknown>, started?: (record: StoredTask) => void, id = newId(), options?: SendOptions): MaybePromise<StoredTask> {
     if (prepare !== undefined || this.store.sync !== undefined) {
-      const created = this.create(message, principal, metadata, prepare)
-      if (created instanceof Promise) return created.then(record => this.#begin(record, principal, started))
-      return this.#begin(created, principal, started)
+      const created = this.create(message, principal, metadata, prepare, id)
+      if (created instanceof Promise) return created.then(record => this.#begin(record, principal, started, options))
+      return this.#begin(created, principal, started, options)
     }
-    const record = this.#newRecord(newId(), message, principal, metadata)
+    const record = this.#newRecord(id, message, principal, metadata)
     const draft: Draft = { record, changes: [], followed: started !== undefined }
     this.#writer.drafts.set(record.task.id, draft)
     started?.(record)
-    this.dispatch(record, principal)
+    this.dispatch(record, principal, options)
     return this.#store(draft, record)
   }
 
-  #begin (record: StoredTask, principal: Principal, started: ((record: StoredTask) => void) | undefined): StoredTask {
+  #begin (record: StoredTask, principal: Principal, started: ((record: StoredTask) => void) | undefined, options: SendOptions | undefined): StoredTask {
     started?.(record)
-    this.dispatch(record, principal)
+    this.dispatch(record, principal, options)
     return record
   }
 
@@ -228,15 +253,15 @@ export class TaskService {
   }
 
   /** Starts the executor on a task's last history message, or queues the message behind a running turn. */
-  dispatch (record: StoredTask, principal: Principal): void {
-    this.#runs.dispatch(record, principal)
+  dispatch (record: StoredTask, principal: Principal, options?: SendOptions): void {
+    this.#runs.dispatch(record, principal, options?.extensions)
   }
 
   /**
    * A message for an existing task (CONTRACT.md §5): appended to its history and handed to the executor. -32001 for
    * an unknown task, -32602 for a terminal one or a contextId that is not the task's.
    */
-  async join (taskId: string, message: Message, principal: Principal): Promise<StoredTask> {
+  async join (taskId: string, message: Message, principal: Principal, options?: SendOptions): Promise<StoredTask> {
     const current = await this.get(taskId, principal)
     if (message.contextId !== undefined && message.contextId !== current.task.contextId) {
       throw invalidParams('params.message.contextId: does not match the task\'s contextId')
@@ -246,7 +271,7 @@ export class TaskService {
     this.store.admit?.(valueBytes(entry))
     // Queue first, then write the history: a run that is about to complete the task sees the message and goes on.
     // Its turn runs as its sender, not as whoever started the run (tools, scopes and audit are the sender's).
-    const run = this.#runs.enqueue(taskId, entry, principal)
+    const run = this.#runs.enqueue(taskId, entry, principal, options?.extensions)
     let record: StoredTask
     try {
       record = await this.update(taskId, task => {
@@ -259,7 +284,7 @@ export class TaskService {
       if (run !== undefined) run.queue.splice(run.queue.indexOf(entry) >>> 0, 1)
       throw err
     }
-    if (run === undefined) this.dispatch(record, principal)
+    if (run === undefined) this.dispatch(record, principal, options)
     return record
   }
 

@@ -39,6 +39,7 @@ export class TurnContext implements ExecutionContext {
   readonly principal: Principal
   readonly tools: AgentTools
   readonly log: Logger
+  readonly extensions: readonly string[]
   readonly contextHistory: (limit?: number) => Promise<Task[]>
   readonly #abort: RunAbort
 
@@ -49,6 +50,7 @@ export class TurnContext implements ExecutionContext {
     tools: AgentTools
     log: Logger
     abort: RunAbort
+    extensions: readonly string[]
     contextHistory: (limit?: number) => Promise<Task[]>
   }) {
     this.task = opts.task
@@ -56,6 +58,7 @@ export class TurnContext implements ExecutionContext {
     this.principal = opts.principal
     this.tools = opts.tools
     this.log = new LazyChildLogger(opts.log, { taskId: opts.task.id })
+    this.extensions = opts.extensions
     this.contextHistory = opts.contextHistory
     this.#abort = opts.abort
   }

@@ -108,7 +108,14 @@ t.test('§11.5 one hybrid card for every A2A-Version: v1.0 supportedInterfaces b
   ])
   t.match(card, { url, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0', supportsAuthenticatedExtendedCard: false })
   t.same(card.additionalInterfaces, [{ url, transport: 'JSONRPC' }, { url, transport: 'HTTP+JSON' }])
-  t.same(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false, stateTransitionHistory: true })
+  t.same(card.capabilities, {
+    streaming: true,
+    pushNotifications: true,
+    extendedAgentCard: false,
+    stateTransitionHistory: true,
+    // tasks.dedupe_window is on by default (docs/protocol.md, "Extensions").
+    extensions: [{ uri: 'urn:fastify-a2a:extension:idempotent-send:v1', description: card.capabilities.extensions[0].description, required: false, params: { window: '600s' } }]
+  })
   for (const version of ['1.0', '0.3', '1', 'bogus']) {
     for (const path of ['/.well-known/agent-card.json', `/.well-known/agent-card.json?A2A-Version=${version}`, '/.well-known/agent.json']) {
       const other = await app.inject({ url: path, headers: { 'a2a-version': version } })

@@ -19,13 +19,14 @@ export interface TaskMethodDeps {
 const DEFAULT_PAGE_SIZE = 50
 
 /** A v0.3 message/send or message/stream request as the operations take it. */
-function sendInput ({ message, configuration, metadata }: MessageSendParams): SendInput {
+function sendInput ({ message, configuration, metadata }: MessageSendParams, { extensions }: MethodContext): SendInput {
   return {
     message,
     metadata,
     pushConfig: configuration?.pushNotificationConfig,
     pushField: 'params.configuration.pushNotificationConfig',
-    pushOff: pushNotSupported
+    pushOff: pushNotSupported,
+    extensions
   }
 }
 
@@ -47,7 +48,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     // Not async: over the memory store, with an executor that answers at once, the task is answered at once.
     handler (params, ctx) {
       const historyLength = params.configuration?.historyLength
-      const sent = ops.send(sendInput(params), ctx.principal, params.configuration?.blocking !== false)
+      const sent = ops.send(sendInput(params, ctx), ctx.principal, params.configuration?.blocking !== false)
       if (sent instanceof Promise) return sent.then(record => present(record.task, ctx, historyLength))
       return present(sent.task, ctx, historyLength)
     }
@@ -61,7 +62,7 @@ export function createTaskMethods ({ config, ops }: TaskMethodDeps): MethodDefin
     streaming: true,
     errors: messageErrors,
     handler (params, ctx) {
-      return ops.stream(sendInput(params), ctx.principal, ctx.wire ?? dialect)
+      return ops.stream(sendInput(params, ctx), ctx.principal, ctx.wire ?? dialect)
     }
   }
 

@@ -5,6 +5,7 @@ import {
 } from '../../../schemas/methods.js'
 import { missingScopes } from '../../auth/principal.js'
 import { buildAgentCard, toolSkill, v1Card, type AgentCard } from '../../a2a/agent-card.js'
+import { cardSignerOf, signedCard } from '../../a2a/card-signing.js'
 import { listDirectory } from '../../agent/list-directory.js'
 import { TOOL_METHODS } from '../agent-tools.js'
 import { JsonRpcError, RpcCode, unauthenticated } from '../../kernel/errors.js'
@@ -22,6 +23,8 @@ export interface ToolMethodDeps {
 /** `status`, `capabilities`, `list_directory` and `agent/getAuthenticatedExtendedCard` (CONTRACT.md §5). */
 export function createToolMethods ({ config, registry, prefix, startedAt }: ToolMethodDeps): MethodDefinition[] {
   const card: AgentCard = buildAgentCard(config, { prefix })
+  // Extended cards are signed too; the signer keeps each form signed once (it differs by the caller's scopes).
+  const signer = cardSignerOf(config)
   const root = config.tools.list_directory.root
 
   const status: MethodDefinition = {
@@ -44,6 +47,7 @@ export function createToolMethods ({ config, registry, prefix, startedAt }: Tool
     name: 'capabilities',
     summary: 'Lists the agent\'s capabilities, skills and methods, with the scopes each needs and whether the caller has them.',
     result: CapabilitiesResultSchema,
+    discovery: true,
     scopes: ['agent:read'],
     errors: [RpcCode.insufficientScope],
     handler (_params, ctx) {
@@ -78,9 +82,10 @@ export function createToolMethods ({ config, registry, prefix, startedAt }: Tool
     summary: 'The agent card with every skill the authenticated caller may use.',
     result: Type.Object({ name: Type.String() }, { additionalProperties: true }),
     errors: [RpcCode.unauthenticated],
+    discovery: true,
     handler (_params, ctx) {
       if (ctx.principal.scheme === 'anonymous') throw unauthenticated('the extended card needs an authenticated caller', false)
-      return extended(ctx.principal)
+      return signedCard(signer, extended(ctx.principal))
     }
   }
 
@@ -99,12 +104,13 @@ export function createToolMethods ({ config, registry, prefix, startedAt }: Tool
     summary: 'A2A v1.0: the extended agent card in its pure v1.0 form, with every skill the caller may use. -32004 with security off.',
     result: Type.Object({ name: Type.String() }, { additionalProperties: true }),
     errors: [RpcCode.unsupportedOperation],
+    discovery: true,
     handler (_params, ctx) {
       // With security off the card says extendedAgentCard: false (CONTRACT.md §11.3).
       if (!card.capabilities.extendedAgentCard || ctx.principal.scheme === 'anonymous') {
         throw new JsonRpcError(RpcCode.unsupportedOperation, 'Unsupported operation', 'this agent has no extended card: security is off')
       }
-      return v1Card(extended(ctx.principal))
+      return signedCard(signer, v1Card(extended(ctx.principal)))
     }
   }
 

@@ -12,7 +12,7 @@ import { resumePoint, type A2AOperations, type SendInput } from '../../a2a/opera
 import { parseRfc3339 } from '../../a2a/timestamp.js'
 import { JsonRpcError, RpcCode } from '../../kernel/errors.js'
 import type { PushService } from '../../push/service.js'
-import type { MethodDefinition } from '../registry.js'
+import type { MethodContext, MethodDefinition } from '../registry.js'
 
 export interface V10MethodDeps {
   ops: A2AOperations
@@ -53,13 +53,14 @@ function tenantChecked (tenant: string | undefined): (params: unknown) => unknow
 }
 
 /** A SendMessage request as the operations take it. */
-function sendInput (params: V10SendMessageParams): SendInput {
+function sendInput (params: V10SendMessageParams, { extensions }: MethodContext): SendInput {
   const inline = params.configuration?.taskPushNotificationConfig
   const input: SendInput = {
     message: decodeMessage(params.message),
     metadata: params.metadata ?? undefined,
     pushField: 'params.configuration.taskPushNotificationConfig',
-    pushOff: pushNotSupportedV10
+    pushOff: pushNotSupportedV10,
+    extensions
   }
   if (inline !== undefined) {
     input.pushConfig = decodePushConfig(inline)
@@ -86,7 +87,7 @@ export function createV10Methods ({ ops, tenant }: V10MethodDeps): MethodDefinit
     errors: messageErrors,
     handler (params, ctx) {
       const historyLength = params.configuration?.historyLength
-      const sent = ops.send(sendInput(params), ctx.principal, params.configuration?.returnImmediately !== true)
+      const sent = ops.send(sendInput(params, ctx), ctx.principal, params.configuration?.returnImmediately !== true)
       if (sent instanceof Promise) return sent.then(record => ({ task: encodeTask(record.task, historyLength) }))
       return { task: encodeTask(sent.task, historyLength) }
     }
@@ -102,7 +103,7 @@ export function createV10Methods ({ ops, tenant }: V10MethodDeps): MethodDefinit
     streaming: true,
     errors: messageErrors,
     handler (params, ctx) {
-      return ops.stream(sendInput(params), ctx.principal, 'v1')
+      return ops.stream(sendInput(params, ctx), ctx.principal, 'v1')
     }
   }
 

@@ -117,11 +117,15 @@ t.test('§11.5 the v0.3 fields stay, and capabilities carry extendedAgentCard ex
     additionalInterfaces: [{ url: 'http://127.0.0.1:8000/', transport: 'JSONRPC' }],
     supportsAuthenticatedExtendedCard: false
   })
-  t.same(open.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false, stateTransitionHistory: true })
+  // Besides these, the idempotent-send extension (tasks.dedupe_window is on by default): test/services/a2a/extensions.test.ts.
+  const { extensions, ...capabilities } = open.capabilities
+  t.same(capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false, stateTransitionHistory: true })
+  t.match(extensions, [{ uri: 'urn:fastify-a2a:extension:idempotent-send:v1' }])
   t.equal(open.security, undefined)
   t.equal(open.securityRequirements, undefined)
   const card = buildAgentCard(secured({ push_notifications: { enabled: false } }), { prefix: '/' })
-  t.same(card.capabilities, { streaming: true, pushNotifications: false, extendedAgentCard: true, stateTransitionHistory: true })
+  const { extensions: _, ...secured03 } = card.capabilities
+  t.same(secured03, { streaming: true, pushNotifications: false, extendedAgentCard: true, stateTransitionHistory: true })
   t.equal(card.supportsAuthenticatedExtendedCard, true)
 })
 
@@ -191,7 +195,7 @@ t.test('§11.3 the pure v1.0 card has only a2a.proto AgentCard fields: no v0.3 f
   t.same(Object.keys(v1).sort(), ['capabilities', 'defaultInputModes', 'defaultOutputModes', 'description', 'name', 'securityRequirements',
     'securitySchemes', 'skills', 'supportedInterfaces', 'version'])
   for (const field of V03_ONLY) t.notOk(field in v1, `no ${field}`)
-  t.same(v1.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: true })
+  t.same(v1.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: true, extensions: card.capabilities.extensions })
   t.same(v1.supportedInterfaces, card.supportedInterfaces)
   t.same(v1.securitySchemes, {
     apiKey: { apiKeySecurityScheme: { description: 'An API key', location: 'header', name: 'X-API-Key' } },

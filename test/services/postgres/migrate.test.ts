@@ -38,7 +38,8 @@ const DATA_AT: Readonly<Record<number, string>> = {
       VALUES ('t-1', 3, 'default', 'completed', '{}', 'msg_1', 1)`,
   6: "SELECT a2a_insert_task('t-2', 'alice', 'c-1', 'working', 1, 1, 1, NULL, '{}', 5, '{}'::integer[], '{}'::text[], 10, 30000)",
   7: `INSERT INTO a2a_push_deliveries (task_id, version, config_id, state, body, webhook_id, due_at, trace)
-      VALUES ('t-2', 1, 'default', 'working', '{}', 'msg_2', 1, '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}')`
+      VALUES ('t-2', 1, 'default', 'working', '{}', 'msg_2', 1, '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}')`,
+  8: "SELECT a2a_claim_send('alice', 'm-1', 't-2', 'h', 1, 1, 600000, NULL, NULL, NULL)"
 }
 
 t.test('on an empty database every migration is applied once, in order, and recorded; run again, none is', async t => {

@@ -86,6 +86,17 @@ t.test('deleteExpired removes terminal tasks past their TTL with their events, a
   t.same((await pool.query('SELECT id FROM a2a_tasks')).rows, [{ id: 'live' }])
 })
 
+t.test('deleteExpired also deletes the claims of idempotent sends whose window has closed, and no other', async t => {
+  let now = 1_000_000
+  const { store, pool } = await storeOn(t, { ttlSeconds: 10, now: () => now })
+  const claim = (messageId: string) => ({ owner: 'alice', messageId, taskId: `t-${messageId}`, hash: 'h', at: now })
+  t.equal(await store.claimSend(claim('short'), 1000), null)
+  t.equal(await store.claimSend(claim('long'), 60_000), null)
+  now += 1000
+  await store.deleteExpired()
+  t.same((await pool.query('SELECT message_id, task_id, claimed_at FROM a2a_send_claims')).rows, [{ message_id: 'long', task_id: 't-long', claimed_at: '1000000' }])
+})
+
 t.test('a statement held past statement_timeout, and an error of the server, are StorageUnavailable with a short reason', async t => {
   const url = await testDatabase(t)
   const client = await connectOnce(url)

@@ -11,7 +11,8 @@ import type { Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
 import { JsonRpcError, RpcCode } from '../../../services/kernel/errors.js'
 import type { TaskEvent } from '../../../services/tasks/event-bus.js'
-import type { KeptEvent, StoredTask, TaskListPage, TaskStore } from '../../../services/tasks/store.js'
+import type { KeptEvent, SendClaim, StoredTask, TaskListPage, TaskStore } from '../../../services/tasks/store.js'
+import { until } from '../../helper.js'
 
 /** The test's clock: the memory store reads it, and records are stamped with it. */
 export interface Clock {
@@ -45,6 +46,9 @@ export interface ContractFlags {
 }
 
 const TTL_SECONDS = 3_600
+/** The dedupe window of the claims the suite takes: an hour, unless a case says otherwise. */
+const WINDOW_MS = 3_600_000
+type Claim = NonNullable<TaskStore['claimSend']>
 
 export function clock (ms = 1_000_000): Clock {
   const c: Clock = { ms, now: () => c.ms }
@@ -582,6 +586,59 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
       t.equal(await store.get('done'), null)
       t.ok(await store.get('live'))
       t.same(heard, ['done'])
+    })
+
+    // Idempotent sends (`TaskStore`, "Idempotent sends"), when the store has them.
+    const claimOf = (taskId: string, at: number, opts: { owner?: string, messageId?: string, hash?: string } = {}): SendClaim =>
+      ({ owner: opts.owner ?? 'alice', messageId: opts.messageId ?? 'm-1', taskId, hash: opts.hash ?? 'h1', at })
+
+    t.test('claimSend: of concurrent claims of one key exactly one wins; the others are answered the winner, unchanged', async t => {
+      const { store, c } = await fresh(t)
+      if (store.claimSend === undefined) return
+      const claims = Array.from({ length: 12 }, (_, i) => claimOf(`t ${i}`, c.ms + i))
+      const answers = await Promise.all(claims.map(claim => (store.claimSend as Claim)(claim, WINDOW_MS)))
+      const won = answers.map((a, i) => a === null ? i : -1).filter(i => i >= 0)
+      t.equal(won.length, 1, 'one claim took the key')
+      for (const answer of answers) if (answer !== null) t.same(answer, claims[won[0]], 'the others get the winner, task id with its spaces')
+      t.same(await store.claimSend(claimOf('later', c.ms), WINDOW_MS), claims[won[0]], 'and so does a later one')
+    })
+
+    t.test('claimSend: the key is the owner and the messageId; other owners and other ids claim their own', async t => {
+      const { store, c } = await fresh(t)
+      if (store.claimSend === undefined) return
+      t.equal(await store.claimSend(claimOf('a', c.ms, { owner: 'a:1', messageId: 'm' }), WINDOW_MS), null)
+      // Keys that would read alike if owner and id were only joined.
+      t.equal(await store.claimSend(claimOf('b', c.ms, { owner: 'a', messageId: ':1m' }), WINDOW_MS), null, 'another owner')
+      t.equal(await store.claimSend(claimOf('c', c.ms, { owner: 'a:1', messageId: 'm2' }), WINDOW_MS), null, 'another messageId')
+      t.match(await store.claimSend(claimOf('d', c.ms, { owner: 'a:1', messageId: 'm', hash: 'other' }), WINDOW_MS),
+        { owner: 'a:1', messageId: 'm', taskId: 'a', hash: 'h1', at: c.ms }, 'the same key, whatever the message: its hash is answered')
+    })
+
+    t.test('releaseSend drops a claim only while it holds its key; claimSend over a claim takes it only from that very claim', async t => {
+      const { store, c } = await fresh(t)
+      if (store.claimSend === undefined || store.releaseSend === undefined) return
+      const first = claimOf('t1', c.ms)
+      t.equal(await store.claimSend(first, WINDOW_MS), null)
+      await store.releaseSend(claimOf('t1', c.ms + 1))
+      t.same(await store.claimSend(claimOf('t2', c.ms), WINDOW_MS), first, 'another claim of the key released nothing')
+      await store.releaseSend(first)
+      const second = claimOf('t2', c.ms + 5)
+      t.equal(await store.claimSend(second, WINDOW_MS), null, 'released: the next claim takes the key')
+      t.same(await store.claimSend(claimOf('t3', c.ms + 6), WINDOW_MS, first), second, 'over a claim that no longer holds it: refused')
+      const third = claimOf('t3', c.ms + 7)
+      t.equal(await store.claimSend(third, WINDOW_MS, second), null, 'over the claim that holds it: taken')
+      t.same(await store.claimSend(claimOf('t4', c.ms), WINDOW_MS), third)
+    })
+
+    t.test('a claim lasts its window: once it has passed, the key is free again', async t => {
+      const { store, c } = await fresh(t)
+      if (store.claimSend === undefined) return
+      t.equal(await store.claimSend(claimOf('t1', c.ms), 40), null)
+      const next = claimOf('t2', c.ms)
+      // Memory and PostgreSQL count the window on the clock; Redis on its own (PX): waited for.
+      c.ms += 1000
+      await until(async () => await (store.claimSend as Claim)(next, WINDOW_MS) === null)
+      t.same(await store.claimSend(claimOf('t3', c.ms), WINDOW_MS), next, 'the new claim holds the key')
     })
 
     t.test('ping and close resolve', async t => {

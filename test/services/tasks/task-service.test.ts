@@ -936,6 +936,7 @@ t.test('an executor passes its context on with a spread, naming the signal, whic
     t.equal(ctx.tools, tools)
     t.equal(ctx.principal, alice)
     t.same(await ctx.contextHistory?.(), [])
+    t.same(ctx.extensions, [], 'a send that activated no extension')
     return `inner saw ${textOf(ctx.message)} in ${ctx.task.status.state}`
   }
   const { service } = harness(t, ctx => {
@@ -944,7 +945,7 @@ t.test('an executor passes its context on with a spread, naming the signal, whic
   })
   const done = await send(service, userMessage('x'))
   t.same(texts(done.task), [['inner saw rewritten in in_progress']])
-  t.same(keys.sort(), ['contextHistory', 'log', 'message', 'principal', 'task', 'tools'], 'all but signal are own fields')
+  t.same(keys.sort(), ['contextHistory', 'extensions', 'log', 'message', 'principal', 'task', 'tools'], 'all but signal are own fields')
 })
 
 t.test('a signal first read after the cancel is already aborted', async t => {
