@@ -4,6 +4,10 @@
 // take turns one request at a time and a round's figure is each app's median per send; the result is the median of
 // the rounds' ratios, which the machine's other load moves far less than runs over HTTP. In memory a send is timed on
 // the clock (it does no I/O); on Redis by this process's CPU time (its wall time would count Redis' own latency).
+// On a machine of few cores, where the scheduler puts Redis decides what a round trip costs this process, and so the
+// Redis figure: on a 2-core machine, with Redis on this process's core 43 to 46 µs of its CPU, with Redis on the
+// other core 114 to 142 µs (BENCHMARKS.md, "Idempotent sends"). The placement can change within a run; pin both with
+// `taskset` (Redis on this process's core, then on the other) and give both figures.
 //   node --expose-gc bench/dedupe-cost.js [--redis URL] [--rounds N] [--batch N]
 // prints `{ store, rounds, batch, on, off, ratio, ratios }` (µs per send, medians) as JSON.
 import { parseArgs } from 'node:util'

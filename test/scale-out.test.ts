@@ -52,9 +52,10 @@ t.test('what a send or a stream costs Redis: one round trip per write, and one w
   await client.ping()
   for (const [id, writes] of ids) {
     const mine = sent.filter(args => args.some(arg => String(arg).includes(id)))
-    t.same(mine.map(args => String(args[0]).toLowerCase()).filter(name => name !== 'evalsha'), [],
-      `task ${id}: only scripts, no SUBSCRIBE, PUBLISH, HGET or ZREM`)
-    // Each send first claims its messageId (docs/protocol.md, "Idempotent sends"): one script, naming the task.
+    // Each send first claims its messageId (docs/protocol.md, "Idempotent sends"): one SET NX GET, naming the task.
+    t.same(mine.map(args => String(args[0]).toLowerCase()).filter(name => name !== 'evalsha'), ['set'],
+      `task ${id}: the claim's SET, then only scripts: no SUBSCRIBE, PUBLISH, HGET or ZREM`)
+    t.match(mine[0], ['set', /sent:/, new RegExp(` ${id}$`), 'PX', /^\d+$/, 'NX', 'GET'], 'the claim comes first')
     t.equal(mine.length, writes + 1, writes === 1
       ? 'at once: the claim, then the task stored once, finished'
       : 'an async generator: the claim, then the task stored in progress, then its artifact and its completion')

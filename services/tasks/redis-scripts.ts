@@ -215,9 +215,10 @@ export const GET_LUA = `
 return {redis.call('HGET', KEYS[1], 'record'), redis.call('GET', KEYS[2])}
 `
 
-// Idempotent sends. KEYS: the claim key (`<prefix>sent:<owner length>:<owner><messageId>`). ARGV: the claim's text
-// (`claimText`), its PX ms (`tasks.dedupe_window`), the text of the claim it may take over ('' for none). Replies nil
-// when the claim was taken, else the text of the claim that holds the key: first claim wins, across instances.
+// Idempotent sends, taking a claim over (a first claim is a plain SET NX GET: RedisTaskStore.claimSend). KEYS: the
+// claim key (`<prefix>sent:<owner length>:<owner><messageId>`). ARGV: the claim's text (`claimText`), its PX ms
+// (`tasks.dedupe_window`), the text of the claim it may take over. Replies nil when the claim was taken, else the
+// text of the claim that holds the key: first claim wins, across instances.
 export const CLAIM_SEND_LUA = `
 local held = redis.call('GET', KEYS[1])
 if held and held ~= ARGV[3] then return held end

@@ -279,6 +279,9 @@ t.test('an unreachable Redis fails every call with StorageUnavailable', async t 
   await t.rejects(store.replace(moved(r, 'in_progress')), UNAVAILABLE)
   await t.rejects(store.list({ owner: 'alice', pageSize: 10 }), UNAVAILABLE)
   await t.rejects(store.ping(), UNAVAILABLE)
+  const claim = { owner: 'alice', messageId: 'm', taskId: 'a', hash: 'h', at: 1 }
+  await t.rejects(store.claimSend(claim, 1000), UNAVAILABLE, 'a claim')
+  await t.rejects(store.claimSend(claim, 1000, claim), UNAVAILABLE, 'a takeover')
 })
 
 t.test('the reasons are short and fixed: unreachable, timed out, closed, an error reply', async t => {
