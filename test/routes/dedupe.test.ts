@@ -196,6 +196,15 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const b = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
     t.not(a.id, b.id, 'two tasks')
     t.equal(runs.get(text), 2, 'two runs')
+    // A stream too: each one is a new task, followed from its start.
+    const streamText = fresh('off-stream')
+    const streamId = fresh('m')
+    const first = streamed((await postStream(url, rpc('message/stream', { message: v03Message(streamText, streamId) }))).raw)
+    const second = streamed((await postStream(url, rpc('message/stream', { message: v03Message(streamText, streamId) }))).raw)
+    t.not(first.ids[0], second.ids[0], 'two streamed tasks')
+    t.equal(first.states.at(-1), 'completed')
+    t.equal(second.states.at(-1), 'completed')
+    t.equal(runs.get(streamText), 2, 'two streamed runs')
   })
 
   t.test(`${backend}: a duplicate of a send still running waits for it as its method would; a non-blocking one answers it as it stands`, async t => {

@@ -187,3 +187,19 @@ t.test('a claimed interrupted task that vanished or moved on meanwhile is left a
   t.same(await service.expireInterrupted(), [], 'a completed task is not canceled, a missing one is skipped')
   t.equal((await service.get(id, ANONYMOUS)).task.status.state, 'completed')
 })
+
+t.test('a new task whose insert is refused after its first turn ended: the send fails, nothing is stored or left running', async t => {
+  const { store, service } = await harness(t, () => 'answered at once')
+  let refuse: (err: Error) => void = () => {}
+  store.insertGate = new Promise((_resolve, reject) => { refuse = reject })
+  const message = { kind: 'message' as const, role: 'user' as const, messageId: 'm4', parts: [{ kind: 'text' as const, text: 'go' }] }
+  let id = ''
+  const started = Promise.resolve(service.start(message, ANONYMOUS, null, undefined, record => { id = record.task.id }))
+  started.catch(() => {})
+  // The turn is over before the store answers: the refusal finds no run to stop.
+  await until(() => service.running === 0)
+  refuse(new StorageUnavailable('redis replied OOM'))
+  await t.rejects(started, { message: 'redis replied OOM' })
+  await t.rejects(service.get(id, ANONYMOUS), { code: -32001 }, 'the task was never stored')
+  t.equal(service.running, 0)
+})
