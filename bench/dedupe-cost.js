@@ -12,9 +12,9 @@
 // prints `{ store, rounds, batch, on, off, ratio, ratios }` (µs per send, medians) as JSON.
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
+import { clockOf, takeTurns } from './turns.js'
 
 const { values } = parseArgs({ options: { redis: { type: 'string' }, rounds: { type: 'string', default: '9' }, batch: { type: 'string', default: '1000' } } })
-const median = list => [...list].sort((a, b) => a - b)[Math.floor((list.length - 1) / 2)]
 const redis = values.redis
 
 async function appOf (dedupeWindow, db) {
@@ -30,50 +30,9 @@ async function appOf (dedupeWindow, db) {
   return app
 }
 
-let seq = 0
-async function send (app) {
-  const payload = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"cost-${++seq}","parts":[{"kind":"text","text":"hello"}]}}}`
-  const res = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json' }, payload })
-  if (res.statusCode !== 200 || res.json().result?.status?.state !== 'completed') throw new Error(`message/send failed: ${res.body}`)
-}
-
-const clock = redis === undefined
-  ? () => Number(process.hrtime.bigint()) / 1000
-  : () => { const { user, system } = process.cpuUsage(); return user + system }
-
-async function round (apps, n) {
-  const times = apps.map(() => new Float64Array(n))
-  for (let i = 0; i < n; i++) {
-    for (let k = 0; k < apps.length; k++) {
-      const j = (i + k) % apps.length
-      const start = clock()
-      await send(apps[j])
-      times[j][i] = clock() - start
-    }
-  }
-  return times.map(median)
-}
-
 // Two databases of one Redis, so that the apps' keys stay apart.
 const apps = [await appOf(600, 1), await appOf(0, 2)]
-const n = Number(values.batch)
-await round(apps, n)
-const results = { on: [], off: [], ratios: [] }
-for (let r = 0; r < Number(values.rounds); r++) {
-  globalThis.gc?.()
-  const [on, off] = await round(apps, n)
-  results.on.push(on)
-  results.off.push(off)
-  results.ratios.push(on / off)
-}
-for (const app of apps) await app.close()
-const round2 = x => Math.round(x * 100) / 100
+const { first, second, ratio, ratios } = await takeTurns(apps, { rounds: Number(values.rounds), batch: Number(values.batch), clock: clockOf(redis !== undefined) })
 process.stdout.write(JSON.stringify({
-  store: redis === undefined ? 'memory' : 'redis',
-  rounds: Number(values.rounds),
-  batch: n,
-  on: round2(median(results.on)),
-  off: round2(median(results.off)),
-  ratio: round2(median(results.ratios)),
-  ratios: results.ratios.map(round2)
+  store: redis === undefined ? 'memory' : 'redis', rounds: Number(values.rounds), batch: Number(values.batch), on: first, off: second, ratio, ratios
 }) + '\n')
