@@ -163,6 +163,30 @@ t.test('the empty chat offers the built-in agent\'s commands; a click fills the 
   t.same(pageErrors.get(other), [], 'no script error')
 })
 
+t.test('with an extension the card marks required, the console activates it and its chat gets through', async t => {
+  const uri = 'urn:example:console-required:v1'
+  let seen: readonly string[] | undefined
+  const executor: AgentExecutor = async function * (ctx) {
+    seen = ctx.extensions
+    yield 'extended'
+  }
+  const { url } = await listen(t, { executor, config: { agent: { name: 'Extended Agent', extensions: [{ uri, required: true }] } } })
+  // Without the extension, the server refuses the call the console makes.
+  const refused = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify(rpc('SendMessage', { message: { role: 'ROLE_USER', messageId: 'no-extension', parts: [{ text: 'hi' }] } }))
+  })
+  t.equal((await refused.json() as { error?: { code: number } }).error?.code, -32008, 'refused without it')
+  const page = await open(t, url)
+  const id = await chat(page, 'hello')
+  const reply = page.locator(`.msg.agent[data-task-id="${id}"]`)
+  await reply.and(page.locator('[data-state="completed"]')).waitFor()
+  t.equal(await reply.locator('.text').textContent(), 'extended', 'the agent answered')
+  t.same(seen, [uri], 'the agent saw the extension activated')
+  t.same(pageErrors.get(page), [], 'no script error')
+})
+
 t.test('a task row opens its detail: history and artifacts by GetTask, its state timeline, the sink\'s deliveries', async t => {
   const { url } = await listen(t, { config: { agent: { name: 'Detail Agent', delay_ms: 200 } } })
   const page = await open(t, url)

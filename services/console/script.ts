@@ -189,8 +189,16 @@ function credentials () {
   if (bearer) headers.authorization = 'Bearer ' + bearer
   return headers
 }
+// The extensions the card marks required, activated on every call: without them the server refuses the call, and
+// the console sends plain messages, which is all any extension asks of a client that does nothing of its own.
+function requiredExtensions () {
+  const declared = (card && card.capabilities && card.capabilities.extensions) || []
+  return declared.filter(e => e.required).map(e => e.uri)
+}
 function post (v, method, params, accept, lastEventId) {
   const headers = Object.assign({ 'content-type': 'application/json', accept, 'a2a-version': v }, credentials())
+  const required = requiredExtensions()
+  if (required.length > 0) headers['a2a-extensions'] = required.join(', ')
   if (lastEventId !== undefined && lastEventId !== null) headers['last-event-id'] = lastEventId
   return fetch(base, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }) })
 }
