@@ -375,6 +375,7 @@ t.test('the task list pages through ListTasks, ten at a time; a task started on 
   await at('tasks 21–23')
   t.same(await ids(), made.slice(20))
   t.ok(await page.locator('#older-tasks').isDisabled(), 'the last page')
+  // Two clicks in a row: the first page's list may answer before the second's; the newest load is the one shown.
   await page.click('#newer-tasks')
   await page.click('#newer-tasks')
   await at('tasks 1–10')

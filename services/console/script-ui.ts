@@ -95,9 +95,14 @@ function pager () {
   $('older-tasks').disabled = !hasOlder
   $('tasks-page').textContent = rows.size === 0 ? 'no tasks' : 'tasks ' + (first + 1) + '–' + (first + rows.size)
 }
+// Loads of the task list started, so that only the newest one is shown: pages turned quickly, or a refresh during a
+// turn, answer in any order.
+let loads = 0
 async function loadTasks () {
+  const load = ++loads
   try {
     const listed = await listPage(page)
+    if (load !== loads) return
     tasksError('')
     page = listed.index
     hasOlder = listed.older
@@ -110,7 +115,7 @@ async function loadTasks () {
     pager()
     for (const task of listed.tasks) if (!TERMINAL.has(task.status.state)) watch(task.id)
   } catch (err) {
-    tasksError(METHODS[version].list + ': ' + err.message)
+    if (load === loads) tasksError(METHODS[version].list + ': ' + err.message)
   }
 }
 function turnPage (by) {
