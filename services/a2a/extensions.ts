@@ -1,4 +1,5 @@
 import type { A2AConfig, Extension } from '../../schemas/config.js'
+import { extensionUriProblem } from '../config/validate.js'
 import type { Principal } from '../auth/principal.js'
 import { InvalidPluginOptions, JsonRpcError, RpcCode } from '../kernel/errors.js'
 import { isThenable } from '../kernel/maybe-promise.js'
@@ -12,8 +13,7 @@ import { isV10Method } from './version.js'
 /** Our own extension: a send repeated with the same `messageId` gets the first send's task (`tasks.dedupe_window`). */
 export const IDEMPOTENT_SEND_EXTENSION = 'urn:fastify-a2a:extension:idempotent-send:v1'
 
-/** URIs under this prefix are this server's own: neither the config nor the plugin option may declare one. */
-export const RESERVED_EXTENSION_PREFIX = 'urn:fastify-a2a:'
+export { RESERVED_EXTENSION_PREFIX } from '../config/validate.js'
 
 /**
  * What an activation header is read of, at most: its first 64 comma-separated items, within its first 8 KiB (both
@@ -104,12 +104,8 @@ export function withPluginExtensions (config: A2AConfig, defined: readonly Exten
   const seen = new Set(config.agent.extensions.map(extension => extension.uri))
   const added: Extension[] = defined.map((extension, i) => {
     const { uri } = extension
-    if (typeof uri !== 'string' || uri.trim() === '' || uri !== uri.trim() || uri.includes(',')) {
-      throw new InvalidPluginOptions(`extensions.${i}.uri: must be a URI (no spaces or commas)`)
-    }
-    if (uri.startsWith(RESERVED_EXTENSION_PREFIX)) throw new InvalidPluginOptions(`extensions.${i}.uri: ${uri} is reserved by fastify-a2a`)
-    if (seen.has(uri)) throw new InvalidPluginOptions(`extensions.${i}.uri: ${uri} is declared twice`)
-    seen.add(uri)
+    const problem = typeof uri === 'string' ? extensionUriProblem(uri, seen) : 'must be a URI, without spaces or commas'
+    if (problem !== undefined) throw new InvalidPluginOptions(`extensions.${i}.uri: ${problem}`)
     const out: Extension = { uri, description: extension.description ?? '', required: extension.required === true }
     if (extension.params !== undefined) out.params = extension.params
     return out
@@ -173,11 +169,10 @@ export class ExtensionSupport {
     const required = exempt ? NONE : this.required
     if (required.length === 0 && this.#hooks.size === 0) return handler
     const hooks = this.#hooks
-    const refuse = (missing: string[]): JsonRpcError => extensionRequired(name, missing)
     return (params, ctx) => {
       const activated = ctx.extensions ?? NONE
       const missing = required.filter(uri => !activated.includes(uri))
-      if (missing.length > 0) throw refuse(missing)
+      if (missing.length > 0) throw extensionRequired(name, missing)
       const around = activated.flatMap(uri => hooks.get(uri) ?? [])
       if (around.length === 0) return handler(params, ctx)
       return hooked(around, { method: name, params, principal: ctx.principal, extensions: activated, log: ctx.log }, () => handler(params, ctx))

@@ -131,10 +131,8 @@ function semanticProblems (config: A2AConfig, sources: ConfigSources): string[] 
   // Extensions (docs/protocol.md, "Extensions"): a URI once each, and none of ours (services/a2a/extensions.ts).
   const extensionUris = new Set<string>()
   config.agent.extensions.forEach(({ uri }, i) => {
-    if (uri !== uri.trim() || uri.includes(',')) problems.push(`agent.extensions.${i}.uri: must be a URI, without spaces or commas`)
-    else if (uri.startsWith('urn:fastify-a2a:')) problems.push(`agent.extensions.${i}.uri: ${uri} is reserved by fastify-a2a`)
-    else if (extensionUris.has(uri)) problems.push(`agent.extensions.${i}.uri: ${uri} is declared twice`)
-    extensionUris.add(uri)
+    const problem = extensionUriProblem(uri, extensionUris)
+    if (problem !== undefined) problems.push(`agent.extensions.${i}.uri: ${problem}`)
   })
 
   // These values may come from the environment (REDIS_URL, ${VAR}): their lines say so. A URL is never echoed.
@@ -169,4 +167,19 @@ function isCidr (value: string): boolean {
   if (match === null) return false
   const family = isIP(match[1])
   return family !== 0 && Number(match[2]) <= (family === 4 ? 32 : 128)
+}
+
+/** URIs under this prefix are this server's own extensions: neither the config nor the plugin option may declare one. */
+export const RESERVED_EXTENSION_PREFIX = 'urn:fastify-a2a:'
+
+/**
+ * What is wrong with an extension URI declared after the ones in `seen`, or undefined when nothing is (it then joins
+ * `seen`): `agent.extensions` and the plugin's `extensions` option are checked alike.
+ */
+export function extensionUriProblem (uri: string, seen: Set<string>): string | undefined {
+  if (uri === '' || uri !== uri.trim() || uri.includes(',')) return 'must be a URI, without spaces or commas'
+  if (uri.startsWith(RESERVED_EXTENSION_PREFIX)) return `${uri} is reserved by fastify-a2a`
+  if (seen.has(uri)) return `${uri} is declared twice`
+  seen.add(uri)
+  return undefined
 }
