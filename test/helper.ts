@@ -84,6 +84,15 @@ export interface SseResult {
 }
 
 /** POSTs a JSON-RPC call and reads the SSE answer to its end. */
+/** A JSON POST over HTTP: its status, its body as text, and parsed when it is JSON (else `json` is undefined). */
+export async function postJson (url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number, json: any, text: string }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+  const text = await res.text()
+  let json: any
+  try { json = JSON.parse(text) } catch {}
+  return { status: res.status, json, text }
+}
+
 export async function postStream (url: string, body: unknown, headers: Record<string, string> = {}): Promise<SseResult> {
   const res = await fetch(url, {
     method: 'POST',

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { ServiceError } from '@grpc/grpc-js'
-import { listenGrpc, parseSse, receiver, until, waitOrEcho } from '../helper.js'
+import { listenGrpc, parseSse, postJson, receiver, until, waitOrEcho } from '../helper.js'
 import { grpcClients, statusDetails, streamAll, unary } from './grpc-client.js'
 
 // One operation, six ways in (CONTRACT.md §11 to §13): JSON-RPC v0.3 and v1.0, REST v1.0 and v0.3, gRPC v1.0 and
@@ -48,14 +48,6 @@ const CODES: Record<string, number> = {
 let n = 0
 const id = () => `eq-${++n}`
 
-async function post (url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number, json: any, text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
-  const text = await res.text()
-  let json: any
-  try { json = JSON.parse(text) } catch {}
-  return { status: res.status, json, text }
-}
-
 async function get (url: string): Promise<{ status: number, json: any }> {
   const res = await fetch(url)
   const text = await res.text()
@@ -74,13 +66,13 @@ function streamStates (raw: string): string[] {
 function jsonRpc (base: string, version: '0.3' | '1.0'): Binding {
   const v1 = version === '1.0'
   const headers: Record<string, string> = v1 ? { 'a2a-version': '1.0' } : {}
-  const call = async (method: string, params: unknown) => (await post(base, { jsonrpc: '2.0', id: ++n, method, params }, headers)).json
+  const call = async (method: string, params: unknown) => (await postJson(base, { jsonrpc: '2.0', id: ++n, method, params }, headers)).json
   const outcome = (res: any): Outcome => res.error !== undefined ? { error: res.error.code } : { state: stored((res.result.task ?? res.result).status.state) }
   const message = (text: string, contextId?: string) => v1
     ? { messageId: id(), role: 'ROLE_USER', parts: [{ text }], contextId }
     : { kind: 'message', messageId: id(), role: 'user', parts: [{ kind: 'text', text }], contextId }
   const sse = async (method: string, params: unknown) => {
-    const res = await post(base, { jsonrpc: '2.0', id: ++n, method, params }, headers)
+    const res = await postJson(base, { jsonrpc: '2.0', id: ++n, method, params }, headers)
     const first = parseSse(res.text).events[0]
     return first?.error !== undefined ? { error: first.error.code as number } : streamStates(res.text)
   }
@@ -123,17 +115,17 @@ function rest (base: string, version: '0.3' | '1.0'): Binding {
     ? { messageId: id(), role: 'ROLE_USER', parts: [{ text }], contextId }
     : { messageId: id(), role: 'ROLE_USER', content: [{ text }], contextId }
   const sse = async (url: string, body?: unknown) => {
-    const res = await post(url, body)
+    const res = await postJson(url, body)
     return res.status >= 400 ? { error: error(res.json) } : streamStates(res.text)
   }
   return {
     name: `REST ${version}`,
     async send (text, wait, contextId) {
-      const res = await post(`${at}/message:send`, { message: message(text, contextId), configuration: v1 ? { returnImmediately: !wait } : { blocking: wait } })
+      const res = await postJson(`${at}/message:send`, { message: message(text, contextId), configuration: v1 ? { returnImmediately: !wait } : { blocking: wait } })
       return { id: res.json.task?.id, ...outcome(res) }
     },
     get: async task => outcome(await get(`${at}/tasks/${task}`)),
-    cancel: async task => outcome(await post(`${at}/tasks/${task}:cancel`, {})),
+    cancel: async task => outcome(await postJson(`${at}/tasks/${task}:cancel`, {})),
     async list (contextId) {
       const res = await get(`${at}/tasks?contextId=${contextId}`)
       return res.status >= 400 ? { error: error(res.json) } : res.json.tasks.map((x: any) => x.id)
@@ -141,7 +133,7 @@ function rest (base: string, version: '0.3' | '1.0'): Binding {
     stream: text => sse(`${at}/message:stream`, { message: message(text) }),
     subscribe: task => sse(`${at}/tasks/${task}:subscribe`),
     async pushSet (taskId, url) {
-      const res = await post(`${at}/tasks/${taskId}/pushNotificationConfigs`, v1 ? { id: 'hook', url } : { pushNotificationConfig: { id: 'hook', url } })
+      const res = await postJson(`${at}/tasks/${taskId}/pushNotificationConfigs`, v1 ? { id: 'hook', url } : { pushNotificationConfig: { id: 'hook', url } })
       return res.status >= 400 ? { error: error(res.json) } : { ok: true }
     },
     async pushIds (taskId) {

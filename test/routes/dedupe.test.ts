@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { AgentExecutor, A2AConfigInput } from '../../index.js'
-import { listenGrpc, parseSse, postStream, privateRedis, testDatabase, until } from '../helper.js'
+import { listenGrpc, parseSse, postJson, postStream, privateRedis, testDatabase, until } from '../helper.js'
 import { grpcClients, statusDetails, streamAll, unary } from './grpc-client.js'
 
 // Idempotent sends (docs/protocol.md, "Idempotent sends") through every method and binding: the same message sent
@@ -27,14 +27,6 @@ function counting (): { executor: AgentExecutor, runs: Map<string, number>, open
 
 let n = 0
 const fresh = (what: string) => `${what}-${++n}`
-
-async function post (url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number, json: any, text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
-  const text = await res.text()
-  let json: any
-  try { json = JSON.parse(text) } catch {}
-  return { status: res.status, json, text }
-}
 
 const rpc = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: ++n, method, params })
 const v03Message = (text: string, messageId: string, extra: Record<string, unknown> = {}) =>
@@ -70,23 +62,23 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { v1, v03 } = grpcClients(t, target)
     const sends: Array<[string, (text: string, messageId: string) => Promise<{ id: string, state: string }>]> = [
       ['JSON-RPC message/send', async (text, messageId) => {
-        const { json } = await post(url, rpc('message/send', { message: v03Message(text, messageId) }))
+        const { json } = await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))
         return { id: json.result.id, state: json.result.status.state }
       }],
       ['JSON-RPC message/send, not blocking', async (text, messageId) => {
-        const { json } = await post(url, rpc('message/send', { message: v03Message(text, messageId), configuration: { blocking: false } }))
+        const { json } = await postJson(url, rpc('message/send', { message: v03Message(text, messageId), configuration: { blocking: false } }))
         return { id: json.result.id, state: 'any' }
       }],
       ['JSON-RPC SendMessage', async (text, messageId) => {
-        const { json } = await post(url, rpc('SendMessage', { message: v10Message(text, messageId) }), { 'a2a-version': '1.0' })
+        const { json } = await postJson(url, rpc('SendMessage', { message: v10Message(text, messageId) }), { 'a2a-version': '1.0' })
         return { id: json.result.task.id, state: json.result.task.status.state }
       }],
       ['REST v1.0 message:send', async (text, messageId) => {
-        const { json } = await post(`${url}/message:send`, { message: v10Message(text, messageId) })
+        const { json } = await postJson(`${url}/message:send`, { message: v10Message(text, messageId) })
         return { id: json.task.id, state: json.task.status.state }
       }],
       ['REST v0.3 message:send', async (text, messageId) => {
-        const { json } = await post(`${url}/v1/message:send`, { message: { messageId, role: 'ROLE_USER', content: [{ text }] } })
+        const { json } = await postJson(`${url}/v1/message:send`, { message: { messageId, role: 'ROLE_USER', content: [{ text }] } })
         return { id: json.task.id, state: json.task.status.state }
       }],
       ['gRPC v1.0 SendMessage', async (text, messageId) => {
@@ -108,7 +100,7 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
         return { id: ids[ids.length - 1], state: states[states.length - 1] }
       }],
       ['REST v1.0 message:stream', async (text, messageId) => {
-        const res = await post(`${url}/message:stream`, { message: v10Message(text, messageId) })
+        const res = await postJson(`${url}/message:stream`, { message: v10Message(text, messageId) })
         const { ids, states } = streamed(res.text)
         return { id: ids[ids.length - 1], state: states[states.length - 1] }
       }],
@@ -135,8 +127,8 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { v1 } = grpcClients(t, target)
     const text = fresh('across')
     const messageId = fresh('m')
-    const first = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
-    const rest = (await post(`${url}/message:send`, { message: v10Message(text, messageId) })).json.task
+    const first = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+    const rest = (await postJson(`${url}/message:send`, { message: v10Message(text, messageId) })).json.task
     const grpc = (await unary(v1, 'SendMessage', { message: v10Message(text, messageId) })).value.task
     const stream = streamed((await postStream(url, rpc('SendStreamingMessage', { message: v10Message(text, messageId) }), { 'a2a-version': '1.0' })).raw)
     t.same([rest.id, grpc.id, ...new Set(stream.ids)], [first.id, first.id, first.id])
@@ -152,20 +144,20 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { v1 } = grpcClients(t, target)
     const messageId = fresh('m')
     const text = fresh('first')
-    await post(url, rpc('message/send', { message: v03Message(text, messageId) }))
+    await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))
     const detail = `params.message.messageId: "${messageId}" was already used for another message`
-    const v03 = (await post(url, rpc('message/send', { message: v03Message('other', messageId) }))).json
+    const v03 = (await postJson(url, rpc('message/send', { message: v03Message('other', messageId) }))).json
     t.same(v03.error, { code: -32602, message: 'Invalid params', data: detail }, 'v0.3: the detail as data')
-    const meta = (await post(url, rpc('message/send', { message: v03Message(text, messageId, { metadata: { k: 1 } }) }))).json
+    const meta = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId, { metadata: { k: 1 } }) }))).json
     t.equal(meta.error.code, -32602, 'other metadata is another message')
-    const context = (await post(url, rpc('message/send', { message: v03Message(text, messageId, { contextId: 'c' }) }))).json
+    const context = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId, { contextId: 'c' }) }))).json
     t.equal(context.error.code, -32602, 'another contextId too')
-    const v10 = (await post(url, rpc('SendMessage', { message: v10Message('other', messageId) }), { 'a2a-version': '1.0' })).json
+    const v10 = (await postJson(url, rpc('SendMessage', { message: v10Message('other', messageId) }), { 'a2a-version': '1.0' })).json
     t.match(v10.error, {
       code: -32602,
       data: [{ reason: 'INVALID_PARAMS' }, { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.messageId', description: `"${messageId}" was already used for another message` }] }]
     }, 'v1.0: the BadRequest field violation')
-    const rest = await post(`${url}/message:send`, { message: v10Message('other', messageId) })
+    const rest = await postJson(`${url}/message:send`, { message: v10Message('other', messageId) })
     t.equal(rest.status, 400)
     t.match(rest.json.error, { status: 'INVALID_ARGUMENT', details: [{ reason: 'INVALID_PARAMS' }, { fieldViolations: [{ field: 'message.messageId' }] }] })
     const grpc = await unary(v1, 'SendMessage', { message: v10Message('other', messageId) })
@@ -181,7 +173,7 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { url, runs } = await app(t, {}, { ...config, security })
     const text = fresh('mine')
     const messageId = fresh('m')
-    const send = async (key: string) => (await post(url, rpc('message/send', { message: v03Message(text, messageId) }), { 'x-api-key': key })).json.result
+    const send = async (key: string) => (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }), { 'x-api-key': key })).json.result
     const [a, b, again] = [await send('key-a'), await send('key-b'), await send('key-a')]
     t.not(a.id, b.id, 'two tasks')
     t.equal(again.id, a.id, "each principal's duplicate gets its own")
@@ -192,8 +184,8 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { url, runs } = await app(t, { dedupe_window: 0 }, config)
     const text = fresh('off')
     const messageId = fresh('m')
-    const a = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
-    const b = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+    const a = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+    const b = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
     t.not(a.id, b.id, 'two tasks')
     t.equal(runs.get(text), 2, 'two runs')
     // A stream too: each one is a new task, followed from its start.
@@ -211,11 +203,11 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { url, runs, open } = await app(t, {}, config)
     const text = fresh('gate')
     const messageId = fresh('m')
-    const first = post(url, rpc('message/send', { message: v03Message(text, messageId) }))
+    const first = postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))
     await until(() => runs.get(text) === 1)
-    const now = (await post(url, rpc('message/send', { message: v03Message(text, messageId), configuration: { blocking: false } }))).json.result
+    const now = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId), configuration: { blocking: false } }))).json.result
     t.equal(now.status.state, 'working', 'not blocking: the task as it stands')
-    const blocking = post(url, rpc('message/send', { message: v03Message(text, messageId) }))
+    const blocking = postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))
     const stream = postStream(url, rpc('message/stream', { message: v03Message(text, messageId) }))
     open()
     const [a, b, s] = await Promise.all([first, blocking, stream])
@@ -229,19 +221,19 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
 
   t.test(`${backend}: a message continuing a task is appended and run once; its duplicate answers the task`, async t => {
     const { url, runs } = await app(t, {}, config)
-    const asked = (await post(url, rpc('message/send', { message: v03Message(fresh('ask'), fresh('m')) }))).json.result
+    const asked = (await postJson(url, rpc('message/send', { message: v03Message(fresh('ask'), fresh('m')) }))).json.result
     t.equal(asked.status.state, 'input-required')
     const text = fresh('reply')
     const messageId = fresh('m')
     const reply = v03Message(text, messageId, { taskId: asked.id, contextId: asked.contextId })
-    const first = (await post(url, rpc('message/send', { message: reply }))).json.result
-    const again = (await post(url, rpc('message/send', { message: reply }))).json.result
+    const first = (await postJson(url, rpc('message/send', { message: reply }))).json.result
+    const again = (await postJson(url, rpc('message/send', { message: reply }))).json.result
     const stream = streamed((await postStream(url, rpc('message/stream', { message: reply }))).raw)
     t.equal(first.status.state, 'completed')
     t.same([again.id, again.status.state, ...new Set(stream.ids)], [asked.id, 'completed', asked.id])
     t.equal(again.history.filter((m: any) => m.messageId === messageId).length, 1, 'appended once')
     t.equal(runs.get(text), 1, 'run once')
-    const refused = (await post(url, rpc('message/send', { message: v03Message('x', fresh('m'), { taskId: asked.id }) }))).json
+    const refused = (await postJson(url, rpc('message/send', { message: v03Message('x', fresh('m'), { taskId: asked.id }) }))).json
     t.equal(refused.error.code, -32602, 'a message to a completed task is refused')
     t.equal(runs.get('x'), undefined)
   })
@@ -250,9 +242,9 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const { url, runs } = await app(t, {}, config)
     const messageId = fresh('m')
     const text = fresh('retry')
-    const refused = (await post(url, rpc('message/send', { message: v03Message(text, messageId, { taskId: 'no-such-task' }) }))).json
+    const refused = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId, { taskId: 'no-such-task' }) }))).json
     t.equal(refused.error.code, -32001, 'the task is not found')
-    const later = (await post(url, rpc('message/send', { message: v03Message(text, messageId, { taskId: 'no-such-task' }) }))).json
+    const later = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId, { taskId: 'no-such-task' }) }))).json
     t.equal(later.error.code, -32001, 'its retry is handled again, not answered as a duplicate')
     t.equal(runs.get(text), undefined)
   })
@@ -277,15 +269,15 @@ t.test('postgres', async t => {
 t.test('memory: a send refused for its principal\'s live tasks releases its messageId; its retry, once there is room, runs', async t => {
   const { url, runs, open } = await app(t, { max_live_per_principal: 1 })
   const gate = fresh('gate')
-  const held = post(url, rpc('message/send', { message: v03Message(gate, fresh('m')) }))
+  const held = postJson(url, rpc('message/send', { message: v03Message(gate, fresh('m')) }))
   await until(() => runs.get(gate) === 1)
   const text = fresh('later')
   const messageId = fresh('m')
-  const refused = await post(url, rpc('message/send', { message: v03Message(text, messageId) }))
+  const refused = await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))
   t.equal(refused.json.error.code, -32012, 'refused: too many unfinished tasks')
   open()
   await held
-  const retried = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+  const retried = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
   t.equal(retried.status.state, 'completed', 'the retry is a first send')
   t.equal(runs.get(text), 1)
 })
@@ -295,8 +287,8 @@ t.test('memory: a duplicate of a send the agent answered with a question answers
   const { url } = await listenGrpc(t, { executor, config: { metrics: { enabled: true } } })
   const text = fresh('ask')
   const messageId = fresh('m')
-  const first = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
-  const again = (await post(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+  const first = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
+  const again = (await postJson(url, rpc('message/send', { message: v03Message(text, messageId) }))).json.result
   t.same([again.id, again.status.state], [first.id, 'input_required'], 'the seed dialect')
   t.equal(runs.get(text), 1)
   const metrics = await (await fetch(`${url}/metrics`)).text()
