@@ -68,7 +68,8 @@ interface ClaimEntry {
  * window for all) and their eviction order. At most `max` (`tasks.max_tasks`) are kept: past it the oldest is dropped
  * (its messageId is then no longer deduplicated), so a client sending many messages cannot grow them beyond the
  * bound its tasks have. Each claim is small: its key (the owner and a messageId of at most 256 characters), a hash of
- * 43 characters and a task id.
+ * 43 characters and a task id. The list, not the Map's own insertion order: iterating a Map from its oldest entry
+ * walks past every entry deleted before it (measured: 24 to 32 µs per claim at the bound, against 7).
  */
 export class MemorySendClaims {
   readonly #byKey = new Map<string, ClaimEntry>()
