@@ -10,7 +10,6 @@ import { LOG_FORMATS, type LogFormat } from './services/kernel/logger.js'
 import {
   isConfigError,
   loadConfig,
-  writeTemplate,
   type ConfigOverrides,
   type LoadedConfig
 } from './services/config/load.js'
@@ -227,6 +226,8 @@ async function card (values: Values): Promise<number> {
 
 async function init (values: Values): Promise<number> {
   const file = resolve((values.file as string | undefined) ?? 'agent.yml')
+  // The template (18 KB of text) loads for `init` alone.
+  const { writeTemplate } = await import('./services/config/template.js')
   if (!await writeTemplate(file, { force: values.force === true })) {
     console.error(`fastify-a2a: ${file} exists; use --force to overwrite it`)
     return 1

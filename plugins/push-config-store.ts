@@ -3,7 +3,6 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { A2AConfig } from '../schemas/config.js'
 import { InvalidPluginOptions } from '../services/kernel/errors.js'
 import { MemoryPushConfigStore } from '../services/push/memory-store.js'
-import { RedisPushConfigStore } from '../services/push/redis-store.js'
 import { startSweeper, sweepIntervalMs } from '../services/kernel/sweeper.js'
 import type { PushConfigStore } from '../services/push/store.js'
 
@@ -47,6 +46,8 @@ const pushConfigStore: FastifyPluginAsync<PushConfigStoreOptions> = async (fasti
   const client = fastify.a2aRedis
   /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
   if (client === null) throw new InvalidPluginOptions('push_notifications.backend: kvcache needs a services entry with type: cache')
+  // Loaded only when used, as the Redis task store is (plugins/tasks.ts).
+  const { RedisPushConfigStore } = await import('../services/push/redis-store.js')
   fastify.decorate('a2aPushConfigs', new RedisPushConfigStore(client, { keyPrefix: settings.key_prefix }))
 }
 

@@ -11,8 +11,6 @@ import { MemoryTaskEventBus, type TaskEventBus } from '../services/tasks/event-b
 import type { TaskSince } from '../services/tasks/postgres-store.js'
 import { RedisTaskLeases, type TaskLeases } from '../services/tasks/leases.js'
 import { MemoryTaskStore } from '../services/tasks/memory-store.js'
-import { RedisTaskEventBus } from '../services/tasks/redis-event-bus.js'
-import { RedisTaskStore } from '../services/tasks/redis-store.js'
 import type { TaskStore } from '../services/tasks/store.js'
 import { TaskService } from '../services/tasks/task-service.js'
 
@@ -47,6 +45,11 @@ const tasksPlugin: FastifyPluginAsync<TasksPluginOptions> = async (fastify, opts
     /* c8 ignore next -- validateConfig refuses kvcache without a cache service; a guard for direct use */
     if (client === null) throw new InvalidPluginOptions('tasks.backend: kvcache needs a services entry with type: cache')
     const push = config.push_notifications
+    // Loaded only when used: the store, its scripts and its event bus are 50 KB of code the memory mode never runs.
+    const [{ RedisTaskEventBus }, { RedisTaskStore }] = await Promise.all([
+      import('../services/tasks/redis-event-bus.js'),
+      import('../services/tasks/redis-store.js')
+    ])
     // A chunk announced by another instance without its task is added to the task as read from the store when this
     // instance has not seen the version before it.
     const events = new RedisTaskEventBus(client, { keyPrefix: settings.key_prefix, log, load: async id => await store.get(id) })

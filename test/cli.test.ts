@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { initTemplate } from '../services/config/load.js'
+import { initTemplate } from '../services/config/template.js'
 import { runChild, spawnChild } from './processes.js'
 
 // The build output: `npm test` builds before running tap.

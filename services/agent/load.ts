@@ -5,7 +5,6 @@ import type { LlmConfig } from '../../schemas/config.js'
 import { validateConfig } from '../config/validate.js'
 import { InvalidPluginOptions } from '../kernel/errors.js'
 import { createBuiltinAgent } from './builtin.js'
-import { createOpenAIExecutor } from './openai.js'
 import type { AgentExecutor } from './executor.js'
 
 export interface LoadExecutorOptions {
@@ -25,7 +24,11 @@ export interface LoadExecutorOptions {
 export async function loadExecutor (spec: string, opts: LoadExecutorOptions): Promise<AgentExecutor> {
   if (spec === 'builtin') return createBuiltinAgent({ delayMs: opts.delayMs })
   if (spec === 'echo') return createBuiltinAgent({ delayMs: opts.delayMs, tools: false })
-  if (spec === 'openai') return createOpenAIExecutor({ llm: opts.llm ?? validateConfig({}).agent.llm })
+  if (spec === 'openai') {
+    // Its client, stream parser and message mapping (five modules) load only for this executor.
+    const { createOpenAIExecutor } = await import('./openai.js')
+    return createOpenAIExecutor({ llm: opts.llm ?? validateConfig({}).agent.llm })
+  }
   let mod: Record<string, unknown>
   try {
     mod = await import(moduleUrl(spec, opts.cwd))

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { LineCounter, isMap, parseDocument } from 'yaml'
 import type { A2AConfig } from '../../schemas/config.js'
 import { configError, dotted, isPlainObject } from './problems.js'
 import { substituteEnv, type Env } from './substitute.js'
@@ -10,7 +9,6 @@ import { validateConfig } from './validate.js'
 export { configError, isConfigError, type ConfigProblemsError } from './problems.js'
 export { substituteEnv, type Env } from './substitute.js'
 export { validateConfig, type ConfigSources, type ValidateConfigOptions } from './validate.js'
-export { initTemplate, writeTemplate } from './template.js'
 
 /** Command-line flags: the highest precedence (CONTRACT.md §1). */
 export interface ConfigOverrides {
@@ -84,6 +82,8 @@ async function readYaml (path: string): Promise<ParsedYaml> {
   } catch (err) {
     throw configError([`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code})`])
   }
+  // The YAML parser loads with the first file read: an embedder passes an object (docs/architecture.md, "What loads when").
+  const { LineCounter, isMap, parseDocument } = await import('yaml')
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, { lineCounter, prettyErrors: false })
   const at = (offset: number) => {

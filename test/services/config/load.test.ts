@@ -4,14 +4,13 @@ import { join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
 import {
-  initTemplate,
   isConfigError,
   loadConfig,
   resolveConfigPath,
   substituteEnv,
-  validateConfig,
-  writeTemplate
+  validateConfig
 } from '../../../services/config/load.js'
+import { initTemplate, writeTemplate } from '../../../services/config/template.js'
 import { problemsOf, problemsOfLoad } from './problems.js'
 
 const DEFAULTS = validateConfig({})

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { parse } from 'yaml'
 import { ConfigSchema } from '../../../schemas/config.js'
-import { initTemplate } from '../../../services/config/load.js'
+import { initTemplate } from '../../../services/config/template.js'
 import { configKeys } from '../../config-keys.js'
 
 const TEMPLATE = initTemplate()
