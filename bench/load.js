@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { fileURLToPath } from 'node:url'
-import { credentials, loadPackageDefinition } from '@grpc/grpc-js'
+import { Metadata, credentials, loadPackageDefinition } from '@grpc/grpc-js'
 import { loadSync } from '@grpc/proto-loader'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
@@ -135,14 +135,17 @@ function grpcClient (target) {
  * channel (HTTP/2 multiplexes them, as grpc-js clients do), for `seconds`. A call counts when it ends with the
  * completed task.
  */
-export async function grpcLoad (target, { connections, seconds, stream = false }) {
+export async function grpcLoad (target, { connections, seconds, stream = false, headers = {} }) {
   const client = grpcClient(target)
+  // The target's headers as call metadata: the SDK's gRPC server refuses a call without `a2a-version: 1.0`.
+  const metadata = new Metadata()
+  for (const [name, value] of Object.entries(headers)) metadata.set(name, value)
   const one = () => new Promise(resolve => {
     if (!stream) {
-      client.SendMessage(v10Params(), (err, answer) => resolve(err === null && answer.task?.status?.state === 'TASK_STATE_COMPLETED'))
+      client.SendMessage(v10Params(), metadata, (err, answer) => resolve(err === null && answer.task?.status?.state === 'TASK_STATE_COMPLETED'))
       return
     }
-    const call = client.SendStreamingMessage(v10Params())
+    const call = client.SendStreamingMessage(v10Params(), metadata)
     let last
     call.on('data', message => { last = message })
     call.on('error', () => resolve(false))

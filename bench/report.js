@@ -51,8 +51,24 @@ function checks (r) {
   }
   if (rps('ours', 'stream') !== undefined && rps('peer', 'stream') !== undefined) {
     const v = ratio(rps('ours', 'stream'), rps('peer', 'stream'))
-    add('message/stream vs the peer', `${v}×`, '≥ 3×', v >= 3)
+    add('message/stream vs the peer', `${v}×`, '≥ 4×', v >= 4)
     add('message/stream p99 vs the peer', `${t.ours.stream.p99} ms vs ${t.peer.stream.p99} ms`, '≤', t.ours.stream.p99 <= t.peer.stream.p99)
+  }
+  // Today's peer, @a2a-js/sdk 1.3 (v1.0 only), in each binding, doing the same work.
+  const today = [
+    ['send-v1', 'SendMessage', 10],
+    ['send-rest', 'REST POST /message:send', 10],
+    ['stream-v1', 'SendStreamingMessage', 8],
+    ['send-grpc', 'gRPC SendMessage', 3]
+  ]
+  for (const [load, name, goal] of today) {
+    if (rps('ours', load) === undefined || rps('peer-v1', load) === undefined) continue
+    const v = ratio(rps('ours', load), rps('peer-v1', load))
+    add(`${name} vs @a2a-js/sdk 1.3`, `${v}×`, `≥ ${goal}×`, v >= goal)
+  }
+  if (t.ours?.rssStart !== undefined) add('RSS of a fresh server after one request', `${t.ours.rssStart} MB`, '≤ 65 MB', t.ours.rssStart <= 65)
+  if (t.ours?.rssAfter !== undefined && t['peer-v1']?.rssAfter !== undefined) {
+    add('RSS after the runs vs @a2a-js/sdk 1.3', `${t.ours.rssAfter} MB vs ${t['peer-v1'].rssAfter} MB`, '≤', t.ours.rssAfter <= t['peer-v1'].rssAfter)
   }
   if (rps('ours-key', 'send') !== undefined && rps('ours', 'send') !== undefined) {
     const v = ratio(rps('ours-key', 'send'), rps('ours', 'send'))

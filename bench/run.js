@@ -9,7 +9,7 @@
 // Everything stops by itself.
 // Flags: --quick (a ~20 s smoke run, writes no file unless --out), --seconds S, --runs N, --warmup S,
 // --connections N, --tasks N (the memory phase), --idle S (the wait before RSS is read again), --only ids
-// (bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks),
+// (bare,floor,bare-grpc,bare-h2,peer,peer-v1,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks),
 // --node-options='FLAGS' (node and V8 flags for our server only: heap sizes), --redis URL (a Redis for ours-redis
 // instead of a throwaway redis-server), --postgres URL (a PostgreSQL server for the postgres targets, each of which
 // makes and drops a database of its own, instead of a throwaway cluster), --out FILE, --json FILE.
@@ -35,7 +35,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     tasks: { type: 'string' },
     idle: { type: 'string' },
-    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks' },
+    only: { type: 'string', default: 'bare,floor,bare-grpc,bare-h2,peer,peer-v1,ours,ours-key,ours-redis,ours-redis-2,ours-postgres,peer-v1-postgres,chunks' },
     redis: { type: 'string' },
     postgres: { type: 'string' },
     'node-options': { type: 'string', default: '' },
@@ -121,6 +121,16 @@ const TARGETS = {
   // Below it: Node's own HTTP/2 answering the same call with canned bytes, no gRPC library on the server.
   'bare-h2': { label: 'bare node:http2 (canned gRPC reply)', args: (port, _redis, grpcPort) => [here('./bare-h2.js'), String(port), String(grpcPort)], loads: ['send-grpc'], grpc: true },
   peer: { label: '@a2a-js/sdk 0.3.14 + express', args: port => [here('./peer.js'), String(port)], loads: ['send', 'stream', 'push'] },
+  // Today's peer: @a2a-js/sdk 1.3, v1.0 in its three bindings from one handler (JSON-RPC and REST on express, gRPC).
+  'peer-v1': {
+    label: '@a2a-js/sdk 1.3 + express, grpc-js',
+    args: (port, _redis, grpcPort) => [here('./peer-v1.js'), String(port), String(grpcPort)],
+    loads: [['send-v1', 'send-rest', 'send-grpc'], ['stream-v1', 'stream-rest', 'stream-grpc']],
+    // Without it the SDK takes a request (and a gRPC call) for v0.3, which it no longer serves.
+    headers: { 'a2a-version': '1.0' },
+    grpc: true,
+    ready: 'SendMessage'
+  },
   // v1.0 (SendMessage, SendStreamingMessage) beside v0.3, in the same server process: CPU per request compared.
   // And the HTTP+JSON routes (POST /message:send, /message:stream) and gRPC, compared with JSON-RPC v1.0.
   // A group of loads (an array) is measured together, its runs taking turns: see measureTogether.

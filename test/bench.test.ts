@@ -10,7 +10,7 @@ const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 
 t.ok(existsSync(CLI), 'dist/cli.js exists (run `npm run build` first)')
 
-// The quickest run of every target starts 19 servers (ours and its four twins, Redis' twin among them): 60 s on an
+// The quickest run of every target starts 20 servers (ours and its four twins, Redis' twin among them): 60 s on an
 // idle 2-core machine before the dedupe twins came, 134 s beside one other benchmark, past 160 s inside the whole
 // suite; far more than tap's 120 s per file leaves for the three tests. Its own bound is 300 s.
 t.setTimeout(480_000)
@@ -25,7 +25,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.equal(code, 0, stdout)
 
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
-  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2', 'ours-postgres', 'peer-v1-postgres'])
+  t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'peer-v1', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2', 'ours-postgres', 'peer-v1-postgres'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
   // The chunks case: one answer of 500 chunks of 1 KB on each store, and what it sent Redis.
   t.match(results.chunks, { chunks: 500, chunkBytes: 1024, answers: 1, memory: { ms: Number }, redis: { ms: Number, bytesPerAnswer: Number } })
@@ -47,6 +47,11 @@ t.test('the quickest bench run writes a results file and a report with every fig
   for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc', 'stream-no-replay', 'send-otel', 'send-no-dedupe']) {
     t.match(results.targets.ours[load], figures, `ours ${load}`)
     t.equal(results.targets.ours[load].errors, 0, `ours ${load} errors`)
+  }
+  // Today's peer, in its three bindings.
+  for (const load of ['send-v1', 'send-rest', 'send-grpc', 'stream-v1', 'stream-rest', 'stream-grpc']) {
+    t.match(results.targets['peer-v1'][load], figures, `peer-v1 ${load}`)
+    t.equal(results.targets['peer-v1'][load].errors, 0, `peer-v1 ${load} errors`)
   }
   // The twin with the SDK registered recorded the spans it was there for.
   t.ok(results.targets.ours.spans?.['send-otel'] > 0, 'the server with the SDK ended spans')
@@ -105,8 +110,14 @@ t.test('the quickest bench run writes a results file and a report with every fig
   t.match(report, /^The server with the OpenTelemetry SDK \(`bench\/otel-noop\.js`.*\) ended [\d,]+ spans over its warm-up and runs\.$/m)
   t.match(report, /\| message\/send CPU per request, deduplicated vs not \(memory\) \| [\d.]+× \| ≤ 1\.1× \|/)
   t.match(report, /\| message\/send CPU per request, deduplicated vs not \(Redis\) \| [\d.]+× \| ≤ 1\.1× \|/)
-  // Thirty targets, each with a verdict, and one figure reported with no goal.
-  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 30)
+  for (const [name, goal] of [['SendMessage', 10], ['REST POST /message:send', 10], ['SendStreamingMessage', 8], ['gRPC SendMessage', 3]]) {
+    t.match(report, new RegExp(`^\\| ${name.replace('/', '\\/')} vs @a2a-js\\/sdk 1\\.3 \\| [\\d.]+× \\| ≥ ${goal}× \\|`, 'm'), `${name} vs the SDK 1.3`)
+  }
+  t.match(report, /\| RSS of a fresh server after one request \| \d+ MB \| ≤ 65 MB \|/)
+  t.match(report, /\| RSS after the runs vs @a2a-js\/sdk 1\.3 \| \d+ MB vs \d+ MB \| ≤ \|/)
+  t.match(report, /\| message\/stream vs the peer \| [\d.]+× \| ≥ 4× \|/)
+  // Thirty-six targets, each with a verdict, and one figure reported with no goal.
+  t.equal(report.match(/\| (pass|\*\*FAIL\*\*) \|$/gm)?.length, 36)
   t.match(report, /^\| message\/send with the SDK and a no-op exporter vs no SDK \(CPU per request; req\/s\) \| [\d.]+×; [\d.]+× \| – \| reported \|$/m)
   t.equal(report.match(/\| reported \|$/gm)?.length, 1)
 })
