@@ -298,6 +298,9 @@ export class StreamHub {
     if (!this.#streams.has(stream)) return
     this.#flushing.add(stream)
     this.#drop(stream)
+    // Node 22 (22.12 to 22.23 at least, not 20 or 24) drops what a response holds corked when it is ended before the
+    // uncork, once its headers have gone: the stream's last events, or all of a fast agent's, would never leave.
+    if (stream.corked) uncork(stream)
     stream.res.end()
   }
 
