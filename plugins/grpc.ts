@@ -133,7 +133,7 @@ const grpcPlugin: FastifyPluginAsync<GrpcPluginOptions> = async (fastify, opts) 
     await checking
     // No new connections from here on; calls in flight finish as their tasks do. (A server never bound closes at once.)
     listener.close()
-    const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve()))
+    const shutdown = new Promise<void>(resolve => server.tryShutdown(() => resolve())).then(() => listener.closed())
     await fastify.a2aTasks.drain(config.server.shutdown_timeout * 1000)
     binding.endAll()
     let late: NodeJS.Timeout | undefined

@@ -42,6 +42,10 @@ export class GrpcListener {
   readonly #timeoutMs: number
   /** Sockets whose preface is not in yet. */
   readonly #pending = new Set<Socket>()
+  /** Sockets handed to grpc-js and still open. */
+  readonly #served = new Set<Socket>()
+  /** Called once `#served` is empty (see `closed`). */
+  #onEmpty: (() => void) | undefined
 
   constructor (server: Server, opts: GrpcListenerOptions) {
     const injector = server.createConnectionInjector(ServerCredentials.createInsecure())
@@ -69,6 +73,16 @@ export class GrpcListener {
     for (const socket of this.#pending) socket.destroy()
   }
 
+  /**
+   * Resolves once every socket handed to grpc-js has closed: their sessions have ended, their last frames sent.
+   * grpc-js's `tryShutdown` says so too, on Node 20 and 22; on Node 24, whose HTTP/2 server closes its sessions
+   * itself when closed, grpc-js finds them closing already and calls back at once, streams still open.
+   */
+  closed (): Promise<void> {
+    if (this.#served.size === 0) return Promise.resolve()
+    return new Promise(resolve => { this.#onEmpty = resolve })
+  }
+
   #accept (socket: Socket): void {
     this.#pending.add(socket)
     // (A client that resets its socket mid-handshake: nothing to do but let it go.)
@@ -77,6 +91,7 @@ export class GrpcListener {
     socket.once('close', () => {
       clearTimeout(timer)
       this.#pending.delete(socket)
+      if (this.#served.delete(socket) && this.#served.size === 0) this.#onEmpty?.()
     })
     let read = Buffer.alloc(0)
     const onData = (chunk: Buffer): void => {
@@ -89,6 +104,7 @@ export class GrpcListener {
       }
       clearTimeout(timer)
       this.#pending.delete(socket)
+      this.#served.add(socket)
       socket.off('data', onData)
       socket.pause()
       // grpc-js's HTTP/2 session reads what the socket holds first: the preface, and anything sent behind it.
