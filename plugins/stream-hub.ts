@@ -63,7 +63,13 @@ interface OpenStream {
   still: number
 }
 
+/**
+ * Lets the writes held by `#cork` go, once per cork: the tick's uncork finds nothing to do after a large event or the
+ * end has let them go. From Node 22 a response counts its own corks, and one uncork too many leaves the count below
+ * zero, where it holds every later write of the stream until its end (and Node 22's end then drops them, see `#end`).
+ */
 function uncork (stream: OpenStream): void {
+  if (!stream.corked) return
   stream.corked = false
   stream.res.uncork()
 }
@@ -246,7 +252,7 @@ export class StreamHub {
     if (before <= res.writableHighWaterMark) stream.exempt = before + chunk.length
     // Small events wait for the end of the tick and leave together; a large one goes out at once, after what waits.
     if (chunk.length < res.writableHighWaterMark) this.#cork(stream)
-    else if (stream.corked) uncork(stream)
+    else uncork(stream)
     // The room is given back once the bytes have left for the client (the callback also runs when the socket goes).
     const ok = res.write(chunk, taken.release)
     stream.lastWrite = Date.now()
@@ -298,9 +304,9 @@ export class StreamHub {
     if (!this.#streams.has(stream)) return
     this.#flushing.add(stream)
     this.#drop(stream)
-    // Node 22 (22.12 to 22.23 at least, not 20 or 24) drops what a response holds corked when it is ended before the
-    // uncork, once its headers have gone: the stream's last events, or all of a fast agent's, would never leave.
-    if (stream.corked) uncork(stream)
+    // Node 22's end sends the closing chunk before the writes the response holds corked: the client would never see
+    // the stream's last events, or all of a fast agent's. (Node 24 sends them first.)
+    uncork(stream)
     stream.res.end()
   }
 
