@@ -1,5 +1,5 @@
-// `npm start` and `npm pack` build first when dist/ is missing or older than any TypeScript source (CONTRACT.md §1):
-// a tarball packed on a fresh clone ships a dist/.
+// `npm start` and `npm pack` build first when dist/ is missing or older than any TypeScript source (CONTRACT.md §1),
+// as `npm run build` does, compiler and assets: a tarball packed on a fresh clone ships a whole dist/.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -32,4 +32,6 @@ if (!existsSync(target) || statSync(target).mtimeMs < newestSource()) {
   execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
     stdio: 'inherit'
   })
+  // The build's second step (`npm run build`): the protos and the ahead-of-time config validator that dist/ needs.
+  execFileSync(process.execPath, [join(root, 'scripts', 'build-assets.js')], { stdio: 'inherit' })
 }

@@ -116,6 +116,9 @@ t.test('npm pack on a fresh clone (no dist/) builds first, and ships dist/', asy
   t.equal(packed.status, 0, packed.stderr)
   const files: string[] = JSON.parse(packed.stdout)[0].files.map((f: { path: string }) => f.path)
   t.ok(files.includes('dist/cli.js') && files.includes('dist/index.js') && files.includes('dist/index.d.ts'), 'the build is packed')
+  // The build's second step ran too: the gRPC binding's protos and the ahead-of-time config validator.
+  t.ok(files.includes('dist/schemas/proto/a2a/v1.0.1/a2a.proto'), 'the protos are packed')
+  t.ok(files.includes('dist/services/config/config-check.cjs'), 'the compiled config validator is packed')
 })
 
 t.test('the tarball installs offline into a fresh project, with the production dependencies only', async t => {
