@@ -165,8 +165,15 @@ t.test('cancel ends every stream of the task with a canceled event', async t => 
 
 t.test('a consumer that never reads is cut off past 1 MiB queued, even once the task has ended, and the task still completes', async t => {
   const chunk = 'x'.repeat(64 * 1024)
+  // A turn of the event loop between chunks, so that each goes out as an event of its own: chunks made in one turn
+  // merge into one event (the task as it then stands, 13 MB), and the event being written is spared the limit (a
+  // client that reads gets it whole), so only `server.write_timeout` would cut that one off. Under load the merge
+  // happened or not from run to run.
   const executor: AgentExecutor = async function * () {
-    for (let i = 0; i < 200; i++) yield { kind: 'artifact', parts: [{ kind: 'text', text: chunk }] }
+    for (let i = 0; i < 200; i++) {
+      yield { kind: 'artifact', parts: [{ kind: 'text', text: chunk }] }
+      await new Promise(resolve => setImmediate(resolve))
+    }
   }
   const { app, url } = await listen(t, { executor })
   const { port } = new URL(url)
