@@ -38,6 +38,7 @@ message All {
   google.protobuf.Empty empty = 16;
   optional int32 maybe = 17;
   repeated string words = 18;
+  repeated Color colors = 19;
 }
 `
 
@@ -101,6 +102,19 @@ t.test('what ProtoJSON has no other way to say: non-finite doubles, unknown enum
   t.same(codec.read(all, codec.write(all, { times: ['2026-01-01T00:00:00Z'] })), { times: ['2026-01-01T00:00:00.000Z'] }, 'whole seconds')
   const plain = codec.type('t.Plain')
   t.same(codec.read(plain, codec.write(plain, { a: 'x', b: 1 })), { a: 'x', b: 1 }, 'a type with nothing to map is written as it is')
+})
+
+t.test('enums are written by number from their names, as fromObject would set them', async t => {
+  const { codec, all } = codecOf(t.testdir({ 'all.proto': PROTO }))
+  t.same(codec.read(all, codec.write(all, { color: 'COLOR_RED' })), { color: 'COLOR_RED' })
+  t.same(codec.read(all, codec.write(all, { color: 7 })), { color: 7 }, 'a number is written as it is')
+  t.same(codec.read(all, codec.write(all, { color: 'COLOR_BLUE', s: 'kept' })), { s: 'kept' }, 'a name the enum does not have is not written')
+  t.same(codec.read(all, codec.write(all, { color: 'constructor' })), {}, 'nor is a name only Object.prototype has')
+  t.same(codec.read(all, codec.write(all, { colors: ['COLOR_RED', 'NOPE', 1] })), { colors: ['COLOR_RED', 'COLOR_RED'] },
+    'in a list, such a name is left out')
+  const json = { s: 'x', color: 'COLOR_RED', child: { color: 'COLOR_RED', at: '2026-01-01T00:00:00.000Z' } }
+  const viaMessages = Buffer.from(all.encode(all.fromObject(codec.fromJson(all, json))).finish())
+  t.same(codec.write(all, json), viaMessages, 'the same bytes as through protobufjs messages')
 })
 
 t.test('bytes that are not the message are Undecodable, never a throw', async t => {
