@@ -4,15 +4,11 @@
 // nothing is decoded, checked or stored. A tiny HTTP server on PORT answers the bench's readiness check.
 // Usage: node bench/bare-h2.js PORT GRPC_PORT
 import { createServer as createHttp2Server } from 'node:http2'
-import { a2aService, answerReadiness, task } from './canned-grpc.js'
+import { a2aService, answerReadiness, grpcFrame, task } from './canned-grpc.js'
 
 const port = Number(process.argv[2] ?? 0)
 const grpcPort = Number(process.argv[3] ?? 0)
-// The gRPC message frame: a flag byte (not compressed), the length (big-endian), the message.
-const message = a2aService.SendMessage.responseSerialize({ task })
-const frame = Buffer.alloc(5 + message.length)
-frame.writeUInt32BE(message.length, 1)
-message.copy(frame, 5)
+const frame = grpcFrame(a2aService.SendMessage.responseSerialize({ task }))
 
 const server = createHttp2Server()
 server.on('stream', stream => {

@@ -5,15 +5,12 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { connect } from 'node:http2'
-import { connect as netConnect } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { loadSync } from '@grpc/proto-loader'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
+import { a2aService, grpcFrame } from './canned-grpc.js'
 
 const GOT_CLIENT = fileURLToPath(new URL('./got-client.js', import.meta.url))
-/** The vendored protos as the build copies them (`npm run bench` builds first). */
-const PROTO_ROOT = fileURLToPath(new URL('../dist/schemas/proto/', import.meta.url))
 /** How long a push worker waits for a task's final delivery before counting it as lost. */
 const PUSH_WAIT_MS = 10_000
 
@@ -121,22 +118,6 @@ export function streamLoad (url, { headers, connections, seconds, method = 'mess
   })
 }
 
-let a2aService
-/** `lf.a2a.v1.A2AService`'s methods (paths, serializers) from the vendored proto, loaded once. */
-function a2aMethods () {
-  a2aService ??= loadSync('a2a/v1.0.1/a2a.proto', { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: [PROTO_ROOT] })['lf.a2a.v1.A2AService']
-  return a2aService
-}
-
-/** A gRPC message on the wire: not compressed, its length, its bytes. */
-function grpcFrame (bytes) {
-  const out = Buffer.allocUnsafe(5 + bytes.length)
-  out[0] = 0
-  out.writeUInt32BE(bytes.length, 1)
-  bytes.copy(out, 5)
-  return out
-}
-
 /** The last message of a gRPC body, undefined when it has none. */
 function lastMessage (body) {
   let last
@@ -158,9 +139,8 @@ function lastMessage (body) {
  * `headers` go as call metadata: the SDK's server refuses a call without `a2a-version: 1.0`.
  */
 export async function grpcLoad (target, { connections, seconds, stream = false, headers = {} }) {
-  const method = a2aMethods()[stream ? 'SendStreamingMessage' : 'SendMessage']
-  const [host, port] = target.split(':')
-  const session = connect(`http://${target}`, { createConnection: () => netConnect({ host, port: Number(port), noDelay: true }) })
+  const method = a2aService[stream ? 'SendStreamingMessage' : 'SendMessage']
+  const session = connect(`http://${target}`)
   session.on('error', () => {})
   const head = { ':method': 'POST', ':path': method.path, 'content-type': 'application/grpc', te: 'trailers', ...headers }
   const one = () => new Promise(resolve => {
