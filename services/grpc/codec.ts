@@ -209,7 +209,7 @@ function describe (field: protobuf.Field): Pick<FieldPlan, 'kind' | 'type' | 'va
   if (resolved instanceof protobuf.Enum) {
     const values: Record<number, string> = {}
     for (const [name, number] of Object.entries(resolved.values)) values[number] ??= name
-    return { kind: 'enum', values, numbers: { ...resolved.values } }
+    return { kind: 'enum', values, numbers: resolved.values }
   }
   if (resolved instanceof protobuf.Type) {
     switch (resolved.fullName) {
