@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } f
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import { smoke } from './node-smoke.js'
 import { formatFailure, tapFailures } from './tap-failures.js'
 
@@ -38,18 +39,19 @@ const USAGE = 'usage: node scripts/node-versions.js [--cache DIR] [MAJOR ...]'
 const log = line => console.log(`node-versions: ${line}`)
 
 /** `{ cache, majors }` from the arguments; exits 2 on one it does not know. */
-function parseArgs (args) {
-  let cache = join(ROOT, 'node_modules', '.cache', 'node-versions')
-  const majors = []
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--cache' && args[i + 1] !== undefined) cache = args[++i]
-    else if (/^\d+$/.test(args[i])) majors.push(args[i])
-    else {
-      console.error(USAGE)
-      process.exit(2)
-    }
+function options (args) {
+  let parsed
+  try {
+    parsed = parseArgs({ args, options: { cache: { type: 'string' } }, allowPositionals: true })
+  } catch {
+    parsed = undefined
   }
-  return { cache, majors: majors.length > 0 ? majors : DEFAULT_MAJORS }
+  if (parsed === undefined || parsed.positionals.some(major => !/^\d+$/.test(major))) {
+    console.error(USAGE)
+    process.exit(2)
+  }
+  const { values, positionals } = parsed
+  return { cache: values.cache ?? join(ROOT, 'node_modules', '.cache', 'node-versions'), majors: positionals.length > 0 ? positionals : DEFAULT_MAJORS }
 }
 
 /** Exits 1 with one line. */
@@ -172,7 +174,7 @@ async function check (cache, major, version) {
   return failed
 }
 
-const { cache, majors } = parseArgs(process.argv.slice(2))
+const { cache, majors } = options(process.argv.slice(2))
 if (!existsSync(join(ROOT, 'dist', 'cli.js'))) fail('dist/cli.js is missing: run `npm run build` first')
 // tap built with the project's plugins, as `npm test` makes sure first (see the script).
 const plugins = spawnSync(process.execPath, ['scripts/tap-plugins.js'], { cwd: ROOT, stdio: 'inherit' })
