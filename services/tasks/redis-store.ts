@@ -239,7 +239,7 @@ export class RedisTaskStore implements TaskStore {
       .hget(this.#taskKey(taskId), 'ev')
       .xrange(this.#eventsKey(taskId), `${after + 1}-0`, '+')
       .exec() as Array<[Error | null, unknown]>)
-    for (const [err] of replies) if (err !== null) throw new StorageUnavailable(reason(err))
+    for (const [err] of replies) if (err !== null) unavailable(err)
     const last = Number(replies[0][1] ?? 0)
     if (last <= after) return []
     const entries = replies[1][1] as Array<[string, string[]]>
@@ -373,12 +373,12 @@ export class RedisTaskStore implements TaskStore {
     try {
       return await fn()
     } catch (err) {
-      throw new StorageUnavailable(reason(err as Error))
+      unavailable(err as Error)
     }
   }
 }
 
-/** What `#call` throws, for a call that chains its promise itself (a hot path: no async wrapper of its own). */
+/** A client error as this store throws it: `#call` catches into it, and a hot path that chains its promise itself calls it. */
 function unavailable (err: Error): never {
   throw new StorageUnavailable(reason(err))
 }
