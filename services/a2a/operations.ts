@@ -87,7 +87,10 @@ export class A2AOperations {
     const ids = wire !== 'default' || this.#seedIds
     const stored = { version: () => this.tasks.storedVersion(id), read: () => this.tasks.stored(id) }
     const encoder = streamEncoder(wire)
-    return new TaskEventStream(this.tasks.bus, id, local === true ? { encoder, mode, ids, local, stored } : { encoder, mode, ids, stored })
+    const stream = new TaskEventStream(this.tasks.bus, id, local === true ? { encoder, mode, ids, local, stored } : { encoder, mode, ids, stored })
+    // Subscribed: the events from here are kept for a resume (a store that keeps none before a stream follows).
+    this.tasks.store.follow?.(id)
+    return stream
   }
 
   /**

@@ -168,7 +168,8 @@ export interface SyncTaskStore {
  *   never below that many);
  * - its task has been terminal for `server.stream_replay.ttl` seconds;
  * - its task expires or is evicted;
- * - memory: `tasks.max_bytes` needs the room once terminal tasks are evicted (a task's newest event always stays).
+ * - memory: `tasks.max_bytes` needs the room once terminal tasks are evicted (a task's newest event always stays);
+ * - a store with `follow`: no stream had followed its task when it was written (nobody holds its id to resume by).
  * Events reach the store three ways, and it keeps what each brings: `insert`'s `events`, `replace`'s `event` (the
  * task service gives one only to a store that `announces`), and `keep`, called after every other write with an event.
  *
@@ -225,6 +226,12 @@ export interface TaskStore {
    * retention"). Returns nothing and must not throw. Without it, a store keeps only what `insert` and `replace` bring.
    */
   keep? (taskId: string, event: TaskEvent): void
+  /**
+   * Optional: a stream follows the task from now on (it has subscribed, and reads the task next), so its events from
+   * here must be kept (see "Replay retention"). A store that has it may keep none of a task's events before it is
+   * called. Without it, a store keeps every event it is given.
+   */
+  follow? (taskId: string): void
   /**
    * Optional: takes a send's claim, or answers the claim that holds its key (see "Idempotent sends"). A store in this
    * process answers at once. Without it (and `releaseSend`), sends are not deduplicated whatever

@@ -132,11 +132,20 @@ function methods (t: Test, backend: string, config: A2AConfigInput = {}): void {
     const grpc = (await unary(v1, 'SendMessage', { message: v10Message(text, messageId) })).value.task
     const stream = streamed((await postStream(url, rpc('SendStreamingMessage', { message: v10Message(text, messageId) }), { 'a2a-version': '1.0' })).raw)
     t.same([rest.id, grpc.id, ...new Set(stream.ids)], [first.id, first.id, first.id])
-    // Memory keeps every event of the task; Redis none of the first turn of a task not streamed (it was stored once,
-    // completed): the stream then starts from its snapshot.
-    t.same(stream.states, backend === 'memory' ? ['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'] : ['TASK_STATE_COMPLETED'],
-      'the duplicate stream replays the task from its first event, or from its snapshot')
+    // No stream followed the first send's task, so no store kept its events (memory keeps none before a stream
+    // follows; Redis stored the task once, completed): the duplicate stream starts from its snapshot.
+    t.same(stream.states, ['TASK_STATE_COMPLETED'], 'the duplicate stream starts from the task\'s snapshot')
     t.equal(runs.get(text), 1)
+
+    // A task first sent with a stream was followed from its start: a duplicate stream replays it from its first event.
+    const streamedText = fresh('streamed')
+    const streamedId = fresh('m')
+    const send = async () => streamed((await postStream(url, rpc('SendStreamingMessage', { message: v10Message(streamedText, streamedId) }), { 'a2a-version': '1.0' })).raw)
+    const original = await send()
+    const again = await send()
+    t.same(new Set([...original.ids, ...again.ids]).size, 1, 'one task')
+    t.same(again.states, ['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'], 'the duplicate stream replays the task from its first event')
+    t.equal(runs.get(streamedText), 1)
   })
 
   t.test(`${backend}: the same messageId with another message is -32602 naming message.messageId, in each version's shape`, async t => {

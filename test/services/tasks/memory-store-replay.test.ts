@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import type { TaskState } from '../../../schemas/task.js'
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from '../../../services/tasks/memory-store.js'
 import type { StoredTask } from '../../../services/tasks/store.js'
-import { record } from './store-contract.js'
+import { followed, record } from './store-contract.js'
 
 // Issue 39, row 5: the events a memory store keeps for resuming streams (`server.stream_replay`) count in
 // `tasks.max_bytes` with the tasks, under the same policy: terminal tasks make room first, then the task's own oldest
@@ -10,8 +10,9 @@ import { record } from './store-contract.js'
 
 const AT = 1_000_000
 
+/** A store whose every task a stream follows from its insert, so that their events are kept. */
 function store (t: Test, opts: Partial<MemoryTaskStoreOptions> = {}): MemoryTaskStore {
-  const s = new MemoryTaskStore({ maxTasks: 100, ttlSeconds: 3600, now: () => AT, ...opts })
+  const s = followed(new MemoryTaskStore({ maxTasks: 100, ttlSeconds: 3600, now: () => AT, ...opts }))
   t.teardown(() => s.close())
   return s
 }

@@ -327,6 +327,7 @@ t.test('kept events outlive a finished task by server.stream_replay.ttl, then a 
   const s = store(t, { now: c.now, ttlSeconds: 3600, replay: { maxEvents: 10, ttlSeconds: 30 } })
   const r = record('done')
   await s.insert(r)
+  s.follow('done')
   const running = moved(r, 'in_progress')
   await s.replace(running)
   s.keep('done', { type: 'status', version: 2, task: running.task, final: false })
@@ -350,6 +351,7 @@ t.test('the sweep drops the kept events of finished tasks past the ttl; max_even
   for (const id of ['a', 'b']) {
     const r = record(id)
     await s.insert(r)
+    s.follow(id)
     const done = moved(r, 'completed')
     await s.replace(done)
     s.keep(id, { type: 'status', version: 2, task: done.task, final: true })
@@ -362,6 +364,7 @@ t.test('the sweep drops the kept events of finished tasks past the ttl; max_even
   const none = store(t, { replay: { maxEvents: 0, ttlSeconds: 30 } })
   const r = record('n')
   await none.insert(r)
+  none.follow('n')
   const running = moved(r, 'in_progress')
   await none.replace(running)
   none.keep('n', { type: 'status', version: 2, task: running.task, final: false })

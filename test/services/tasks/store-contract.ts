@@ -87,14 +87,30 @@ export function moved (prev: StoredTask, state: TaskState, at = prev.updatedAt):
 const ids = (page: TaskListPage) => page.tasks.map(r => r.task.id)
 
 /**
+ * The store as the cases use it: a stream follows every task from its insert (`follow`, where the store has it), so
+ * it keeps all of their events. What a store with `follow` keeps of a task nobody follows has a case of its own.
+ */
+export function followed<S extends TaskStore> (store: S): S {
+  const follow = store.follow
+  if (follow === undefined) return store
+  const insert = store.insert.bind(store)
+  store.insert = async (record, opts) => {
+    await insert(record, opts)
+    follow.call(store, record.task.id)
+  }
+  return store
+}
+
+/**
  * The one TaskStore contract (services/tasks/store.ts), run against every backend. Each case gets its own store
  * from `makeStore`, with a TTL of an hour: expiry is driven by the `expire` hook, never by waiting.
  */
 export function storeContract (t: Test, name: string, makeStore: MakeStore, flags: ContractFlags): void {
   t.test(`${name}: the task store contract`, async t => {
-    async function fresh (t: Test, maxEvents = 1000): Promise<{ store: TaskStore, expire: ContractStore['expire'], c: Clock }> {
+    async function fresh (t: Test, maxEvents = 1000, follow = true): Promise<{ store: TaskStore, expire: ContractStore['expire'], c: Clock }> {
       const c = clock()
-      return { ...await makeStore(t, { ttlSeconds: TTL_SECONDS, clock: c, maxEvents }), c }
+      const made = await makeStore(t, { ttlSeconds: TTL_SECONDS, clock: c, maxEvents })
+      return { ...made, store: follow ? followed(made.store) : made.store, c }
     }
 
     /** A write with its event, kept as the task service has it kept: by the write (Redis) or after it (memory). */
@@ -141,6 +157,29 @@ export function storeContract (t: Test, name: string, makeStore: MakeStore, flag
       t.same(versions(await store.eventsAfter('ev', 6)), [[7, 5]], 'after a version that had no event')
       t.same(await store.eventsAfter('ev', 7), [], 'nothing after the last')
       t.same(await store.eventsAfter('nope', 0), [], 'a task not stored has none')
+    })
+
+    t.test('a store with follow keeps no event of a task until a stream follows it, then each one', async t => {
+      const { store, c } = await fresh(t, 1000, false)
+      const r = record('quiet', c.ms)
+      await store.insert(r)
+      const running = moved(r, 'in_progress')
+      await write(store, running, status(running))
+      if (store.follow === undefined) {
+        t.same(versions(await store.eventsAfter('quiet', 0)), [[2, 0]], 'a store without follow keeps every event')
+        return
+      }
+      t.equal(await store.eventsAfter('quiet', 0), null, 'none kept: a resume from a guessed id is a resync')
+      t.same(await store.eventsAfter('quiet', 2), [], 'a client that has the last event is not behind')
+      store.follow('quiet')
+      const more = { ...running, version: 3 }
+      await write(store, more, chunk(more, 'a'))
+      const done = moved(more, 'completed')
+      await write(store, done, { type: 'status', version: done.version, task: done.task, final: true })
+      t.same(versions(await store.eventsAfter('quiet', 2)), [[3, 2], [4, 3]], 'kept from the follow on, each with its prev')
+      t.equal(await store.eventsAfter('quiet', 1), null, 'a resume from before the follow is a resync')
+      store.follow('nope')
+      t.same(await store.eventsAfter('nope', 0), [], 'following a task not stored keeps nothing')
     })
 
     t.test('an insert keeps the events of the first turn it carries', async t => {
