@@ -9,19 +9,22 @@ import { A2AOperations } from '../services/a2a/operations.js'
 import type { PushService } from '../services/push/service.js'
 import { createToolMethods } from '../services/json-rpc/methods/tools.js'
 import { ensureDefaultRoot } from '../services/agent/list-directory.js'
-import { createDiscoverMethod, openRpcRenderer, type RenderedOpenRpc } from '../services/json-rpc/openrpc.js'
+import { checkErrorCodes, createDiscoverMethod, renderOnce, type Rendered } from '../services/json-rpc/discover.js'
+import type { OpenRpcDocument } from '../services/json-rpc/openrpc.js'
 import { buildAgentCard, publicUrl } from '../services/a2a/agent-card.js'
 import { ExtensionSupport, cardExtensions, type ExtensionDefinition } from '../services/a2a/extensions.js'
-import { buildOpenApiDocument, openApiRenderer, type RenderedOpenApi } from '../services/rest/openapi.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every JSON-RPC method this agent answers; later features add entries here. */
     a2aMethods: MethodRegistry
-    /** The OpenRPC document of every registered method (`GET /openrpc.json`, `rpc.discover`), built on first use. */
-    a2aOpenRpc: () => RenderedOpenRpc
-    /** The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`), built on first use. */
-    a2aOpenApi: () => RenderedOpenApi
+    /**
+     * The OpenRPC document of every registered method (`GET /openrpc.json`, `rpc.discover`): its generator loaded and
+     * the document built on first use.
+     */
+    a2aOpenRpc: () => Promise<Rendered<OpenRpcDocument>>
+    /** The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`), loaded and built on first use. */
+    a2aOpenApi: () => Promise<Rendered<Record<string, unknown>>>
   }
 }
 
@@ -52,16 +55,24 @@ const methodsPlugin: FastifyPluginAsync<MethodsPluginOptions> = async (fastify, 
     registry.add(method)
   }
   const agent = config.agent
-  const openrpc = openRpcRenderer(() => registry.list(), {
-    title: agent.name, version: agent.version, description: agent.description, url: publicUrl(config, opts.prefix)
+  const info = { title: agent.name, version: agent.version, description: agent.description, url: publicUrl(config, opts.prefix) }
+  // The documents' generators load with the first request for one (docs/architecture.md, "What loads when").
+  const openrpc = renderOnce(async () => {
+    const { buildOpenRpcDocument } = await import('../services/json-rpc/openrpc.js')
+    return buildOpenRpcDocument(registry.list(), info)
   })
   registry.add(createDiscoverMethod(openrpc))
   fastify.decorate('a2aMethods', registry)
   fastify.decorate('a2aOpenRpc', openrpc)
   const card = buildAgentCard(config, { prefix: opts.prefix })
-  fastify.decorate('a2aOpenApi', openApiRenderer(() => buildOpenApiDocument(registry, {
-    title: agent.name, version: agent.version, description: agent.description, url: publicUrl(config, opts.prefix)
-  }, card.securitySchemes)))
+  fastify.decorate('a2aOpenApi', renderOnce(async () => {
+    const { buildOpenApiDocument } = await import('../services/rest/openapi.js')
+    return buildOpenApiDocument(registry, info, card.securitySchemes)
+  }))
+  // A method whose error codes the document could not describe is refused at start, every plugin's method added.
+  fastify.addHook('onReady', async () => {
+    checkErrorCodes(registry.list())
+  })
 }
 
 export default fp(methodsPlugin, { name: 'a2a-methods', fastify: '5.x', dependencies: ['a2a-tasks'] })

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
-import { consolePage } from '../services/console/page.js'
 import { SINK_TOKEN, SINK_TOKEN_RULE, type ConsoleSinks } from '../services/console/sinks.js'
 
 /** Options of the console routes, registered by the plugin entry while `console.enabled` holds. */
@@ -75,6 +74,8 @@ const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (fastify, 
   // The page is told the v0.3 dialect (the a2aConfig decorator, index.ts) so that it spells v0.3 states as the
   // server writes them.
   fastify.get('/console', async function (_request, reply) {
+    // The page's text (48 KB of script and style) loads with the first visit: a server nobody opens it on never does.
+    const { consolePage } = await import('../services/console/page.js')
     const nonce = randomBytes(16).toString('base64')
     return reply
       .headers({

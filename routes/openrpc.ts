@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { missingScopes, type Principal } from '../services/auth/principal.js'
 import { auditCall } from '../plugins/auth.js'
 import { insufficientScope } from '../services/json-rpc/dispatch.js'
-import { DISCOVER_METHOD } from '../services/json-rpc/openrpc.js'
+import { DISCOVER_METHOD } from '../services/json-rpc/discover.js'
 import type { RegisteredMethod } from '../services/json-rpc/registry.js'
 
 export interface OpenRpcRoutesOptions {
@@ -22,10 +22,6 @@ const openRpcRoutes: FastifyPluginAsync<OpenRpcRoutesOptions> = async (fastify, 
   const render = fastify.a2aOpenRpc
   const discover = fastify.a2aMethods.get(DISCOVER_METHOD) as RegisteredMethod
   const audit = fastify.a2aAudit
-  // Built once, when every plugin has registered its methods and before the first request.
-  fastify.addHook('onReady', async () => {
-    render()
-  })
 
   fastify.get('/openrpc.json', async function (request, reply) {
     const principal = request.a2aPrincipal as Principal
@@ -33,7 +29,7 @@ const openRpcRoutes: FastifyPluginAsync<OpenRpcRoutesOptions> = async (fastify, 
     const refusal = missing.length > 0 ? insufficientScope(missing) : undefined
     if (opts.secured) auditCall(audit, request, AUDIT_METHOD, refusal?.data)
     if (refusal !== undefined) throw refusal
-    return reply.type('application/json; charset=utf-8').send(render().json)
+    return reply.type('application/json; charset=utf-8').send((await render()).json)
   })
 }
 

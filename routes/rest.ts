@@ -244,9 +244,9 @@ const restRoutes: FastifyPluginAsync<RestRoutesOptions> = async (fastify, opts) 
   }
 
   // The OpenAPI 3.1 document of these routes, for any authenticated caller (as the card's extended form is).
-  fastify.get('/openapi.json', function (request, reply) {
+  fastify.get('/openapi.json', async function (request, reply) {
     if (opts.secured) auditCall(audit, request, 'GET /openapi.json')
-    reply.type('application/json; charset=utf-8').send(fastify.a2aOpenApi().json)
+    return reply.type('application/json; charset=utf-8').send((await fastify.a2aOpenApi()).json)
   })
 
   // -------------------------------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ import {
 } from '../../schemas/v03-rest.js'
 import type { MethodRegistry, RegisteredMethod } from '../json-rpc/registry.js'
 
-// The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`, CONTRACT.md §12), made from TypeBox
-// schemas: a v1.0 route's body, query parameters and answer are its method's; a v0.3 route's (`/v1`) are the v0.3
+// The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`, CONTRACT.md §12), loaded and built when it
+// is first asked for (plugins/methods.ts), made from TypeBox schemas: a v1.0 route's body, query parameters and answer are its method's; a v0.3 route's (`/v1`) are the v0.3
 // proto's forms of schemas/v03-rest.ts.
 
 /** One REST operation: where it is, which v1.0 method it runs, and where that method's params come from. */
@@ -249,21 +249,4 @@ export function buildOpenApiDocument (registry: MethodRegistry, info: OpenApiInf
     doc.security = Object.keys(securitySchemes).map(name => ({ [name]: [] }))
   }
   return doc
-}
-
-/** The document and its JSON, built once on first use (every method is registered by then). */
-export interface RenderedOpenApi {
-  document: Record<string, unknown>
-  json: string
-}
-
-export function openApiRenderer (build: () => Record<string, unknown>): () => RenderedOpenApi {
-  let rendered: RenderedOpenApi | undefined
-  return () => {
-    if (rendered === undefined) {
-      const document = build()
-      rendered = { document, json: JSON.stringify(document) }
-    }
-    return rendered
-  }
 }

@@ -4,7 +4,8 @@ import { Ajv, type ValidateFunction } from 'ajv'
 import { Type } from '@sinclair/typebox'
 import type { A2AConfigInput } from '../../../index.js'
 import { MethodRegistry } from '../../../services/json-rpc/registry.js'
-import { ERRORS, buildOpenRpcDocument, createDiscoverMethod, openRpcRenderer } from '../../../services/json-rpc/openrpc.js'
+import { buildOpenRpcDocument } from '../../../services/json-rpc/openrpc.js'
+import { ERRORS, checkErrorCodes, createDiscoverMethod, renderOnce } from '../../../services/json-rpc/discover.js'
 import { build, buildLogged, rpc } from '../../helper.js'
 
 const require = createRequire(import.meta.url)
@@ -187,18 +188,28 @@ t.test('the generator: non-object params, methods without a result, and unknown 
   t.same(doc.methods[1].result, { name: 'result', schema: {} })
   t.ok(metaSchemaValidator()(doc))
 
+  checkErrorCodes(registry.list())
   registry.add({ name: 'odd', summary: 'lists a code with no message', errors: [-32099], handler: () => null })
   t.throws(() => buildOpenRpcDocument(registry.list(), INFO), { code: 'A2A_ERR_INVALID_OPTIONS', message: /odd: error code -32099 has no known message/ })
+  t.throws(() => checkErrorCodes(registry.list()), { code: 'A2A_ERR_INVALID_OPTIONS', message: /odd: error code -32099 has no known message/ }, 'the check at start says the same')
 })
 
-t.test('the rendered document is built once, on first use', async t => {
+t.test('the rendered document is built once, on first use; a build that failed is tried again', async t => {
   const registry = new MethodRegistry()
   let calls = 0
-  const render = openRpcRenderer(() => { calls++; return registry.list() }, INFO)
+  let fail = true
+  const render = renderOnce(async () => {
+    calls++
+    if (fail) throw new Error('not yet')
+    return buildOpenRpcDocument(registry.list(), INFO)
+  })
   registry.add(createDiscoverMethod(render))
-  const first = render()
-  t.equal(render(), first)
-  t.equal(calls, 1)
+  t.equal(calls, 0, 'nothing is built before the first use')
+  await t.rejects(render(), /not yet/)
+  fail = false
+  const first = await render()
+  t.equal(await render(), first)
+  t.equal(calls, 2)
   t.equal(first.json, JSON.stringify(first.document))
   t.equal(await registry.get('rpc.discover')?.handler(undefined as never, {} as never), first.document)
 })
