@@ -109,6 +109,26 @@ async function measureTogether (pid, fns, warm = true, pids = fns.map(() => pid)
   return results.map(runs => runs.sort((a, b) => a.rps - b.rps)[Math.floor((runs.length - 1) / 2)])
 }
 
+/**
+ * The RSS, MB, of a fresh server on the built-in defaults (`fastify-a2a serve` with no config file: no gRPC binding,
+ * no YAML) after its first request, the `message/send` that tells it is ready: the median of three starts. The
+ * `ours` target itself reads a config file and serves gRPC beside HTTP, which its loads need.
+ */
+async function freshDefaults () {
+  const rss = []
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort()
+    const server = await start([...nodeFlags, fileURLToPath(new URL('../dist/cli.js', import.meta.url)), 'serve', '--host', '127.0.0.1', '--port', String(port)],
+      port, readyWith(), { LOG_LEVEL: 'warn', A2A_CONFIG: '' })
+    try {
+      rss.push(Math.round(rssMb(server.child.pid)))
+    } finally {
+      await server.stop()
+    }
+  }
+  return { rss: rss.sort((a, b) => a - b)[1], starts: rss }
+}
+
 /** A pause before RSS is read after a load, so what the load left in flight settles (shorter in tiny runs). */
 const settle = () => new Promise(resolve => setTimeout(resolve, Math.min(1000, settings.seconds * 500)))
 
@@ -329,6 +349,8 @@ async function main () {
       results.targets[id] = row
       if (memory !== undefined) results.memory = memory
       if (id === 'ours') {
+        log('a fresh server on the defaults')
+        results.fresh = await freshDefaults()
         log('tracing cost, in one process')
         results.tracing = tracingCost(untraced, quick ? { rounds: 3, batch: 300 } : { rounds: 15, batch: 2000 })
         log('got baseline')

@@ -27,6 +27,9 @@ t.test('the quickest bench run writes a results file and a report with every fig
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.same(Object.keys(results.targets), ['bare', 'floor', 'bare-grpc', 'bare-h2', 'peer', 'peer-v1', 'ours', 'ours-key', 'ours-redis', 'ours-redis-2', 'ours-postgres', 'peer-v1-postgres'])
   t.match(results, { node: process.version, settings: { seconds: 0.3, runs: 1, connections: 4, tasks: 50, idle: 0.2 } })
+  // A fresh server on the defaults, started three times: its RSS after the first request, and the median.
+  t.match(results.fresh, { rss: Number, starts: [Number, Number, Number] })
+  t.ok(results.fresh.starts.includes(results.fresh.rss) && results.fresh.rss > 20, `the median of three starts (${results.fresh.starts})`)
   // The chunks case: one answer of 500 chunks of 1 KB on each store, and what it sent Redis.
   t.match(results.chunks, { chunks: 500, chunkBytes: 1024, answers: 1, memory: { ms: Number }, redis: { ms: Number, bytesPerAnswer: Number } })
   const figures = { rps: Number, p50: Number, p99: Number, errors: Number, cpu: Number, rssPeak: Number }
@@ -114,7 +117,7 @@ t.test('the quickest bench run writes a results file and a report with every fig
   for (const [name, goal] of today) {
     t.match(report, new RegExp(`^\\| ${name.replace('/', '\\/')} vs @a2a-js\\/sdk 1\\.3 \\| [\\d.]+× \\| ≥ ${goal}× \\|`, 'm'), `${name} vs the SDK 1.3`)
   }
-  t.match(report, /\| RSS of a fresh server after one request \| \d+ MB \| ≤ 65 MB \|/)
+  t.match(report, /\| RSS of a fresh server after one request \(the defaults; median of 3 starts\) \| \d+ MB \| ≤ 65 MB \|/)
   t.match(report, /\| RSS after the runs vs @a2a-js\/sdk 1\.3 \| \d+ MB vs \d+ MB \| ≤ \|/)
   t.match(report, /\| message\/stream vs the peer \| [\d.]+× \| ≥ 4× \|/)
   // Thirty-six targets, each with a verdict, and one figure reported with no goal.
@@ -133,9 +136,10 @@ t.test('--node-options reaches our server and no other', async t => {
   const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
   const { status: code, stdout } = await runChild(t, process.execPath, [RUN, ...args], { env, timeoutMs: 100_000 })
   t.equal(code, 0, stdout)
-  // Our server and its twins (no stream replay, the SDK registered, no deduplication): no other process got them.
+  // Our server, its twins (no stream replay, the SDK registered, no deduplication) and the three fresh starts on the
+  // defaults: no other process got them.
   const started = readFileSync(marker, 'utf8').trim().split('\n')
-  t.same(started, [CLI, CLI, CLI, CLI], 'four servers ran with the flags, each dist/cli.js')
+  t.same(started, Array(7).fill(CLI), 'seven servers ran with the flags, each dist/cli.js')
   const results = JSON.parse(readFileSync(`${dir}/results.json`, 'utf8'))
   t.equal(results.targets.ours.send.errors, 0, 'our server answered with the flags on')
   t.match(results.command, /--node-options/)
