@@ -169,7 +169,11 @@ export class ProtoCodec {
       case 'value': return valueFromJson(value)
       case 'list': return listFromJson(value as unknown[])
       case 'message': return this.fromJson(field.type as protobuf.Type, value as Json)
-      case 'enum': return typeof value !== 'string' ? value : Object.hasOwn(field.numbers as object, value) ? (field.numbers as Readonly<Record<string, number>>)[value] : undefined
+      case 'enum': {
+        // A name the enum does not have is undefined: the field is then not written.
+        const numbers = field.numbers as Readonly<Record<string, number>>
+        return typeof value !== 'string' ? value : Object.hasOwn(numbers, value) ? numbers[value] : undefined
+      }
       // A scalar under a json_name of its own.
       default: return value
     }

@@ -76,11 +76,12 @@ export const OpenRpcDocumentSchema = Type.Object({
 export function renderOnce<D> (build: () => Promise<D>): () => Promise<Rendered<D>> {
   let rendered: Promise<Rendered<D>> | undefined
   return async () => {
-    rendered ??= build().then(document => ({ document, json: JSON.stringify(document) }))
+    const current = rendered ??= build().then(document => ({ document, json: JSON.stringify(document) }))
     try {
-      return await rendered
+      return await current
     } catch (err) {
-      rendered = undefined
+      // Only the build that failed is forgotten, not one a later call has started since.
+      if (rendered === current) rendered = undefined
       throw err
     }
   }

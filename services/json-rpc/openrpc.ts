@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { PushNotificationConfigSchema, TaskPushNotificationConfigSchema } from '../../schemas/push-config.js'
 import { ArtifactSchema, MessageSchema, PartSchema, TaskSchema } from '../../schemas/task.js'
 import type { RegisteredMethod } from './registry.js'
-import { ERRORS, errorsOf, type OpenRpcError, type Rendered } from './discover.js'
+import { ERRORS, errorsOf, type OpenRpcError } from './discover.js'
 
 // The OpenRPC document's generator, loaded when the document is first asked for (`GET /openrpc.json`,
 // `rpc.discover`): services/json-rpc/discover.ts registers the method and checks the error codes at start.
@@ -43,9 +43,6 @@ export interface OpenRpcDocument {
   methods: OpenRpcMethod[]
   components: { schemas: Record<string, unknown>, errors: Record<string, OpenRpcError> }
 }
-
-/** The document, and its JSON as served (built once). */
-export type RenderedOpenRpc = Rendered<OpenRpcDocument>
 
 /** The OpenRPC specification version the document follows. */
 export const OPENRPC_VERSION = '1.3.2'

@@ -6,8 +6,8 @@ import {
 import type { MethodRegistry, RegisteredMethod } from '../json-rpc/registry.js'
 
 // The OpenAPI 3.1 document of the HTTP+JSON routes (`GET /openapi.json`, CONTRACT.md §12), loaded and built when it
-// is first asked for (plugins/methods.ts), made from TypeBox schemas: a v1.0 route's body, query parameters and answer are its method's; a v0.3 route's (`/v1`) are the v0.3
-// proto's forms of schemas/v03-rest.ts.
+// is first asked for (plugins/methods.ts), made from TypeBox schemas: a v1.0 route's body, query parameters and
+// answer are its method's; a v0.3 route's (`/v1`) are the v0.3 proto's forms of schemas/v03-rest.ts.
 
 /** One REST operation: where it is, which v1.0 method it runs, and where that method's params come from. */
 export interface RestOperation {

@@ -257,10 +257,11 @@ export class MemoryTaskStore implements TaskStore, SyncTaskStore {
   }
 
   /**
-   * Keeps a task's event for resuming streams, once a stream has followed it (`follow`), within `server.stream_replay.max_events` and within `tasks.max_bytes`
-   * with the tasks (docs/configuration.md, `tasks.max_bytes`): past the bound, as for the task's own writes, older terminal tasks
-   * are evicted first; then the task's own oldest kept events go (a stream resuming before them gets the task
-   * afresh, as past `max_events`). Its newest event is always kept.
+   * Keeps a task's event for resuming streams, once a stream has followed it (`follow`), within
+   * `server.stream_replay.max_events` and within `tasks.max_bytes` with the tasks (docs/configuration.md,
+   * `tasks.max_bytes`): past the bound, as for the task's own writes, older terminal tasks are evicted first; then
+   * the task's own oldest kept events go (a stream resuming before them gets the task afresh, as past `max_events`).
+   * Its newest event is always kept.
    */
   keep (taskId: string, event: TaskEvent): void {
     const entry = this.#tasks.get(taskId)
